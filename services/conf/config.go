@@ -1,0 +1,73 @@
+// Package conf loads config.yaml plus environment overrides into one typed
+// Config (SPEC §1). Keys are UPPER_SNAKE; an environment variable of the same
+// name wins over the file; lists in the environment are comma-separated and
+// maps are JSON. A bad value stops startup with one line naming the key.
+package conf
+
+// Config holds every configuration key. Each field's tags give its key, its
+// default and its constraints; the shipped config.yaml documents each key
+// and a test keeps the two in step.
+type Config struct {
+	// General and logging.
+	LogLevel     string `key:"LOG_LEVEL" default:"info" enum:"debug|info|warn|error"`
+	LogFormat    string `key:"LOG_FORMAT" default:"auto" enum:"auto|json|text"`
+	OTLPEndpoint string `key:"OTEL_EXPORTER_OTLP_ENDPOINT" default:"" url:"true"`
+	ShutdownS    int    `key:"SHUTDOWN_GRACE_S" default:"20" min:"1"`
+	AdminAddr    string `key:"ADMIN_ADDR" default:"127.0.0.1:18081" addr:"true"`
+	SecretKey    string `key:"SECRET_KEY" default:"" secret:"true"`
+
+	// Connections.
+	NATSURL     string `key:"NATS_URL" default:"nats://127.0.0.1:4222" url:"true"`
+	NATSListen  string `key:"NATS_LISTEN" default:"" addr:"true"`
+	DatabaseURL string `key:"DATABASE_URL" default:"" url:"true" secret:"true"`
+	DevDir      string `key:"DEV_DIR" default:".mirobody"`
+
+	// gateway.
+	HTTPAddr        string   `key:"HTTP_ADDR" default:"127.0.0.1:18080" addr:"true"`
+	MCPPublicURL    string   `key:"MCP_PUBLIC_URL" default:"http://localhost:18080" url:"true"`
+	AllowedOrigins  []string `key:"ALLOWED_ORIGINS" default:""`
+	Signup          string   `key:"SIGNUP" default:"closed" enum:"open|closed"`
+	MaxRequestBytes int      `key:"MAX_REQUEST_BYTES" default:"4194304" min:"1024"`
+
+	// registry-svc.
+	MCPToolDirs         []string `key:"MCP_TOOL_DIRS" default:"builtin"`
+	SkillDirs           []string `key:"SKILL_DIRS" default:"./skills"`
+	AllowedToolsDeep    []string `key:"ALLOWED_TOOLS_DEEP" default:""`
+	DisallowedToolsDeep []string `key:"DISALLOWED_TOOLS_DEEP" default:""`
+	AllowedToolsBase    []string `key:"ALLOWED_TOOLS_BASE" default:""`
+	DisallowedToolsBase []string `key:"DISALLOWED_TOOLS_BASE" default:""`
+	ToolTimeoutS        int      `key:"TOOL_TIMEOUT_S" default:"60" min:"1"`
+	Python              string   `key:"PYTHON" default:""`
+	PythonWorkers       int      `key:"PYTHON_WORKERS" default:"2" min:"1"`
+	ToolsWatch          bool     `key:"TOOLS_WATCH" default:"true"`
+	MCPClientAllowPriv  bool     `key:"MCP_CLIENT_ALLOW_PRIVATE" default:"false"`
+
+	// agent-svc.
+	DefaultAgent    string              `key:"DEFAULT_AGENT" default:"deep" enum:"deep|base"`
+	Provider        string              `key:"PROVIDER" default:""`
+	ProvidersDeep   map[string]Provider `key:"PROVIDERS_DEEP" default:""`
+	ProvidersBase   map[string]Provider `key:"PROVIDERS_BASE" default:""`
+	OpenAIAPIKey    string              `key:"OPENAI_API_KEY" default:"" secret:"true"`
+	AnthropicAPIKey string              `key:"ANTHROPIC_API_KEY" default:"" secret:"true"`
+	PromptDeep      string              `key:"PROMPT_DEEP" default:""`
+	PromptBase      string              `key:"PROMPT_BASE" default:""`
+	MaxSteps        int                 `key:"MAX_STEPS" default:"50" min:"1"`
+	TurnTimeoutS    int                 `key:"TURN_TIMEOUT_S" default:"600" min:"1"`
+
+	// vfs-svc.
+	VFSMaxFileBytes int `key:"VFS_MAX_FILE_BYTES" default:"10485760" min:"1"`
+	VFSQuotaBytes   int `key:"VFS_QUOTA_BYTES" default:"1073741824" min:"1"`
+	DBMaxConns      int `key:"DB_MAX_CONNS" default:"10" min:"1"`
+}
+
+// Provider is one entry of PROVIDERS_DEEP or PROVIDERS_BASE.
+type Provider struct {
+	// Type is openai, anthropic or openai-responses.
+	Type string `yaml:"type" json:"type"`
+	// Model is the provider's model name.
+	Model string `yaml:"model" json:"model"`
+	// APIKey names the config or environment key that holds the secret.
+	APIKey string `yaml:"api_key" json:"api_key"`
+	// BaseURL overrides the provider's default endpoint.
+	BaseURL string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
+}

@@ -1,0 +1,156 @@
+// Package natsx connects to NATS and runs an embedded NATS server for the
+// all-in-one binary and for tests.
+package natsx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// ConnectOptions configures Connect.
+type ConnectOptions struct {
+	// URL is the NATS server URL (NATS_URL).
+	URL string
+	// Name identifies the connection in the server's monitoring.
+	Name string
+	// Log receives disconnect and reconnect lines.
+	Log *slog.Logger
+}
+
+// Connect opens a connection that reconnects forever, so that a restarted
+// broker is picked up again without restarting the service.
+func Connect(opts ConnectOptions) (*nats.Conn, error) {
+	log := opts.Log
+	nc, err := nats.Connect(opts.URL,
+		nats.Name(opts.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.RetryOnFailedConnect(true),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats disconnected", "conn", opts.Name, "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) {
+			log.Info("nats reconnected", "conn", opts.Name, "url", c.ConnectedUrlRedacted())
+		}),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to NATS at %s: %w", opts.URL, err)
+	}
+	return nc, nil
+}
+
+// Probe reports whether nc is connected; it is a readiness check.
+func Probe(nc *nats.Conn) func(context.Context) error {
+	return func(context.Context) error {
+		if nc.IsConnected() {
+			return nil
+		}
+		return fmt.Errorf("nats connection is %s", nc.Status())
+	}
+}
+
+// ServerOptions configures an embedded NATS server.
+type ServerOptions struct {
+	// Listen is host:port for clients; empty means 127.0.0.1 on a free port.
+	Listen string
+	// JetStream turns JetStream on, storing under StoreDir.
+	JetStream bool
+	// StoreDir is where JetStream keeps its data.
+	StoreDir string
+	// Log receives the server's own notices and errors.
+	Log *slog.Logger
+}
+
+// Server is an embedded NATS server run as a svc.Service.
+type Server struct {
+	opts ServerOptions
+	ns   *server.Server
+}
+
+// NewServer returns an embedded server that is not started.
+func NewServer(opts ServerOptions) *Server { return &Server{opts: opts} }
+
+// Name implements svc.Service.
+func (s *Server) Name() string { return "nats" }
+
+// Start runs the server and waits until it accepts connections.
+func (s *Server) Start(context.Context) error {
+	host, port := "127.0.0.1", -1 // -1: a random free port
+	if s.opts.Listen != "" {
+		h, p, err := net.SplitHostPort(s.opts.Listen)
+		if err != nil {
+			return fmt.Errorf("parsing NATS listen address %q: %w", s.opts.Listen, err)
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return fmt.Errorf("parsing NATS listen port %q: %w", p, err)
+		}
+		host, port = h, n
+		if host == "" {
+			host = "0.0.0.0"
+		}
+	}
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "mirobody-embedded",
+		Host:       host,
+		Port:       port,
+		JetStream:  s.opts.JetStream,
+		StoreDir:   s.opts.StoreDir,
+		NoSigs:     true,
+		NoLog:      s.opts.Log == nil,
+	})
+	if err != nil {
+		return fmt.Errorf("creating embedded NATS server: %w", err)
+	}
+	if s.opts.Log != nil {
+		ns.SetLoggerV2(&logAdapter{log: s.opts.Log}, false, false, false)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return errors.New("embedded NATS server did not become ready within 10s")
+	}
+	s.ns = ns
+	return nil
+}
+
+// ClientURL returns the URL clients connect to.
+func (s *Server) ClientURL() string { return s.ns.ClientURL() }
+
+// Stop shuts the server down and waits for it.
+func (s *Server) Stop(context.Context) error {
+	if s.ns != nil {
+		s.ns.Shutdown()
+		s.ns.WaitForShutdown()
+	}
+	return nil
+}
+
+// logAdapter routes the server's notices and errors into slog; debug and
+// trace output is dropped.
+type logAdapter struct{ log *slog.Logger }
+
+func (l *logAdapter) Noticef(format string, v ...any) {
+	l.log.Debug("nats server", "msg", fmt.Sprintf(format, v...))
+}
+func (l *logAdapter) Warnf(format string, v ...any) {
+	l.log.Warn("nats server warning", "msg", fmt.Sprintf(format, v...))
+}
+func (l *logAdapter) Fatalf(format string, v ...any) {
+	l.log.Error("nats server fatal", "msg", fmt.Sprintf(format, v...))
+}
+func (l *logAdapter) Errorf(format string, v ...any) {
+	l.log.Error("nats server error", "msg", fmt.Sprintf(format, v...))
+}
+func (l *logAdapter) Debugf(string, ...any) {}
+func (l *logAdapter) Tracef(string, ...any) {}

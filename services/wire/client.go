@@ -1,0 +1,176 @@
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// DefaultTimeout bounds a call whose context has no deadline, so that no
+// request can hang forever on a silent responder.
+const DefaultTimeout = 30 * time.Second
+
+// ClientOptions configures a Client.
+type ClientOptions struct {
+	// Conn is the NATS connection requests travel on. Required.
+	Conn *nats.Conn
+	// TracerProvider creates client spans; nil means no tracing.
+	TracerProvider trace.TracerProvider
+	// DefaultTimeout applies when the context has no deadline; zero means DefaultTimeout.
+	DefaultTimeout time.Duration
+}
+
+// Client sends typed requests and events over one NATS connection.
+type Client struct {
+	nc      *nats.Conn
+	tracer  trace.Tracer
+	prop    propagation.TextMapPropagator
+	timeout time.Duration
+}
+
+// NewClient returns a Client for opts.
+func NewClient(opts ClientOptions) *Client {
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	timeout := opts.DefaultTimeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &Client{
+		nc:      opts.Conn,
+		tracer:  tp.Tracer("github.com/mirobody/mirobody-go/services/wire"),
+		prop:    propagation.TraceContext{},
+		timeout: timeout,
+	}
+}
+
+// Conn returns the underlying NATS connection.
+func (c *Client) Conn() *nats.Conn { return c.nc }
+
+// Call sends req to subject and decodes the reply into a new Resp. The
+// context's deadline (or the client default) travels in the request headers,
+// together with the request id and W3C trace context. Every failure is an
+// *Error: no responders is unavailable, a timeout is deadline_exceeded.
+func Call[Req, Resp any](ctx context.Context, c *Client, subject string, req *Req) (*Resp, error) {
+	var resp Resp
+	if err := c.call(ctx, subject, req, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+func (c *Client) call(ctx context.Context, subject string, req, resp any) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	ctx, span := c.tracer.Start(ctx, subject, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("messaging.system", "nats"), attribute.String("messaging.destination.name", subject)))
+	defer span.End()
+
+	body, err := json.Marshal(req)
+	if err != nil {
+		return fail(span, &Error{Code: InvalidArgument, Message: fmt.Sprintf("encoding request for %s: %v", subject, err), cause: err})
+	}
+	msg := nats.NewMsg(subject)
+	msg.Data = body
+	c.injectHeaders(ctx, msg.Header)
+
+	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		return fail(span, fromTransport(subject, err))
+	}
+	if werr := ErrorFromMsg(reply); werr != nil {
+		return fail(span, werr)
+	}
+	if resp != nil && len(reply.Data) > 0 {
+		if err := json.Unmarshal(reply.Data, resp); err != nil {
+			return fail(span, &Error{Code: Internal, Message: fmt.Sprintf("decoding reply from %s: %v", subject, err), cause: err})
+		}
+	}
+	return nil
+}
+
+func fail(span trace.Span, err *Error) error {
+	span.SetStatus(codes.Error, string(err.Code))
+	span.SetAttributes(attribute.String("mirobody.error_code", string(err.Code)))
+	return err
+}
+
+func (c *Client) injectHeaders(ctx context.Context, h nats.Header) {
+	if dl, ok := ctx.Deadline(); ok {
+		setDeadline(h, dl)
+	}
+	id := RequestID(ctx)
+	if id == "" {
+		id = NewRequestID()
+	}
+	h.Set(HeaderRequestID, id)
+	c.prop.Inject(ctx, HeaderCarrier(h))
+}
+
+// Publish sends v as a JSON event on subject, with the request id and trace
+// context in its headers. Events get no reply.
+func (c *Client) Publish(ctx context.Context, subject string, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding event for %s: %w", subject, err)
+	}
+	msg := nats.NewMsg(subject)
+	msg.Data = body
+	c.injectHeaders(ctx, msg.Header)
+	if err := c.nc.PublishMsg(msg); err != nil {
+		return fmt.Errorf("publishing %s: %w", subject, err)
+	}
+	return nil
+}
+
+// ErrorFromMsg returns the *Error carried by an error reply, or nil when msg
+// is a successful reply.
+func ErrorFromMsg(msg *nats.Msg) *Error {
+	if msg.Header == nil {
+		return nil
+	}
+	code := msg.Header.Get(HeaderErrorCode)
+	if code == "" {
+		return nil
+	}
+	var e Error
+	if err := json.Unmarshal(msg.Data, &e); err != nil || !e.Code.Valid() {
+		// A reply from something other than our handler adapter (for example
+		// a micro internal error): keep its text, but only as internal.
+		return &Error{Code: Internal, Message: msg.Header.Get("Nats-Service-Error")}
+	}
+	return &e
+}
+
+// ExtractContext returns ctx enriched with the request id and trace context
+// carried by h. It is used by subscribers of events.
+func (c *Client) ExtractContext(ctx context.Context, h nats.Header) context.Context {
+	return extract(ctx, c.prop, h)
+}
+
+func extract(ctx context.Context, prop propagation.TextMapPropagator, h nats.Header) context.Context {
+	if h == nil {
+		return ctx
+	}
+	if id := h.Get(HeaderRequestID); id != "" {
+		ctx = WithRequestID(ctx, id)
+	}
+	return prop.Extract(ctx, HeaderCarrier(h))
+}
+
+// errInternal is what callers see in place of an unexpected error.
+var errInternal = errors.New("internal error")

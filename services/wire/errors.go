@@ -1,0 +1,141 @@
+// Package wire is the typed request/reply layer every Mirobody service speaks
+// over NATS: the error envelope, the request headers (deadline, request id,
+// trace context), a client call helper and a handler adapter for nats.go micro.
+package wire
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Code is one of the closed set of error codes that cross service boundaries.
+type Code string
+
+// The closed set of codes (SPEC §0). The gateway maps each of them to HTTP,
+// JSON-RPC and MCP in one table.
+const (
+	InvalidArgument    Code = "invalid_argument"
+	NotFound           Code = "not_found"
+	AlreadyExists      Code = "already_exists"
+	PermissionDenied   Code = "permission_denied"
+	Unauthenticated    Code = "unauthenticated"
+	FailedPrecondition Code = "failed_precondition"
+	ResourceExhausted  Code = "resource_exhausted"
+	Unavailable        Code = "unavailable"
+	DeadlineExceeded   Code = "deadline_exceeded"
+	Internal           Code = "internal"
+	IsDir              Code = "is_dir"
+	NotDir             Code = "not_dir"
+	NotEmpty           Code = "not_empty"
+)
+
+// Codes lists every valid code, in a stable order.
+var Codes = []Code{
+	InvalidArgument, NotFound, AlreadyExists, PermissionDenied, Unauthenticated,
+	FailedPrecondition, ResourceExhausted, Unavailable, DeadlineExceeded, Internal,
+	IsDir, NotDir, NotEmpty,
+}
+
+// Valid reports whether c belongs to the closed code set.
+func (c Code) Valid() bool {
+	for _, k := range Codes {
+		if c == k {
+			return true
+		}
+	}
+	return false
+}
+
+// Error is the envelope every failed request carries on the wire.
+type Error struct {
+	Code    Code           `json:"code"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+
+	// cause keeps a local error (for example context.Canceled) reachable
+	// through errors.Is without ever sending it over the wire.
+	cause error
+}
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// WithDetails returns a copy of e carrying the given details.
+func (e *Error) WithDetails(details map[string]any) *Error {
+	c := *e
+	c.Details = details
+	return &c
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return string(e.Code)
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+// Unwrap returns the local cause, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Is reports whether target is an *Error with the same code, so that
+// errors.Is(err, &wire.Error{Code: wire.NotFound}) works.
+func (e *Error) Is(target error) bool {
+	var t *Error
+	if errors.As(target, &t) {
+		return t.Code == e.Code
+	}
+	return false
+}
+
+// CodeOf returns the wire code of err: its own code when it is (or wraps) an
+// *Error, deadline_exceeded for context errors, unavailable for missing
+// responders, and internal for anything else.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout), errors.Is(err, context.Canceled):
+		return DeadlineExceeded
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrDisconnected):
+		return Unavailable
+	}
+	return Internal
+}
+
+// IsCode reports whether err carries the given code.
+func IsCode(err error, code Code) bool { return CodeOf(err) == code }
+
+// fromTransport turns an error from a NATS request into an *Error, keeping the
+// original error as its cause.
+func fromTransport(subject string, err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	code := CodeOf(err)
+	msg := ""
+	switch code {
+	case Unavailable:
+		msg = fmt.Sprintf("no service answers %s", subject)
+	case DeadlineExceeded:
+		if errors.Is(err, context.Canceled) {
+			msg = fmt.Sprintf("request to %s was cancelled", subject)
+		} else {
+			msg = fmt.Sprintf("request to %s timed out", subject)
+		}
+	default:
+		msg = fmt.Sprintf("request to %s failed", subject)
+	}
+	return &Error{Code: code, Message: msg, cause: err}
+}

@@ -1,0 +1,247 @@
+package wire
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// MaxHandlerTimeout bounds a request that arrives without a deadline header.
+const MaxHandlerTimeout = 5 * time.Minute
+
+// ServiceOptions configures a Service.
+type ServiceOptions struct {
+	// Name is the micro service name; it is also the queue group and the
+	// first token of every subject. Required.
+	Name string
+	// Version is the service's SemVer version. Required.
+	Version string
+	// Description is shown by `nats micro info`.
+	Description string
+	// Log receives one line per failed request. Required.
+	Log *slog.Logger
+	// TracerProvider creates server spans; nil means no tracing.
+	TracerProvider trace.TracerProvider
+	// MaxConcurrent bounds the requests one endpoint handles at once; zero means 256.
+	MaxConcurrent int
+}
+
+// Service is a nats.go micro service whose endpoints are typed handlers.
+// Handlers run concurrently (a plain micro endpoint handles one message at a
+// time), and Stop waits for the ones in flight.
+type Service struct {
+	micro   micro.Service
+	name    string
+	version string
+	started time.Time
+	log     *slog.Logger
+	tracer  trace.Tracer
+	prop    propagation.TextMapPropagator
+	maxConc int
+	wg      sync.WaitGroup
+}
+
+// Group is a set of endpoints sharing the subject prefix <service>.<group>.
+type Group struct {
+	svc *Service
+	g   micro.Group
+}
+
+// PingResponse answers <service>.sys.ping.
+type PingResponse struct {
+	Service string    `json:"service"`
+	Version string    `json:"version"`
+	ID      string    `json:"id"`
+	Time    time.Time `json:"time"`
+}
+
+// InfoResponse answers <service>.sys.info.
+type InfoResponse struct {
+	Service     string    `json:"service"`
+	Version     string    `json:"version"`
+	ID          string    `json:"id"`
+	Description string    `json:"description"`
+	Started     time.Time `json:"started"`
+	Endpoints   []string  `json:"endpoints"`
+}
+
+// Empty is the request type of endpoints that take no arguments.
+type Empty struct{}
+
+// NewService registers a micro service on nc with the sys.ping and sys.info
+// endpoints already in place.
+func NewService(nc *nats.Conn, opts ServiceOptions) (*Service, error) {
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 256
+	}
+	ms, err := micro.AddService(nc, micro.Config{
+		Name:        opts.Name,
+		Version:     opts.Version,
+		Description: opts.Description,
+		QueueGroup:  opts.Name,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adding micro service %s: %w", opts.Name, err)
+	}
+	s := &Service{
+		micro:   ms,
+		name:    opts.Name,
+		version: opts.Version,
+		started: time.Now().UTC(),
+		log:     opts.Log.With("service", opts.Name),
+		tracer:  tp.Tracer("github.com/mirobody/mirobody-go/services/wire"),
+		prop:    propagation.TraceContext{},
+		maxConc: opts.MaxConcurrent,
+	}
+	sys := s.Group("sys")
+	if err := Handle(sys, "ping", s.ping); err != nil {
+		return nil, err
+	}
+	if err := Handle(sys, "info", s.info); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Name returns the service name.
+func (s *Service) Name() string { return s.name }
+
+// Micro returns the underlying micro service.
+func (s *Service) Micro() micro.Service { return s.micro }
+
+// Group returns the endpoint group <service>.<name>.
+func (s *Service) Group(name string) *Group {
+	return &Group{svc: s, g: s.micro.AddGroup(s.name + "." + name)}
+}
+
+func (s *Service) ping(context.Context, *Empty) (*PingResponse, error) {
+	return &PingResponse{Service: s.name, Version: s.version, ID: s.micro.Info().ID, Time: time.Now().UTC()}, nil
+}
+
+func (s *Service) info(context.Context, *Empty) (*InfoResponse, error) {
+	inf := s.micro.Info()
+	eps := make([]string, 0, len(inf.Endpoints))
+	for _, e := range inf.Endpoints {
+		eps = append(eps, e.Subject)
+	}
+	return &InfoResponse{Service: s.name, Version: s.version, ID: inf.ID, Description: inf.Description, Started: s.started, Endpoints: eps}, nil
+}
+
+// Stop stops taking requests (draining the subscriptions) and waits for the
+// handlers in flight until ctx ends.
+func (s *Service) Stop(ctx context.Context) error {
+	if err := s.micro.Stop(); err != nil {
+		return fmt.Errorf("stopping micro service %s: %w", s.name, err)
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for %s handlers in flight: %w", s.name, ctx.Err())
+	}
+}
+
+// Handle registers h as the endpoint <service>.<group>.<verb>. Each request
+// runs in its own goroutine with a context bounded by the caller's deadline
+// and carrying its request id and trace context. A returned *Error reaches
+// the caller as is; any other error is logged in full and reaches the caller
+// only as internal.
+func Handle[Req, Resp any](g *Group, verb string, h func(ctx context.Context, req *Req) (*Resp, error)) error {
+	s := g.svc
+	sem := make(chan struct{}, s.maxConc)
+	handler := micro.HandlerFunc(func(r micro.Request) {
+		sem <- struct{}{} // backpressure: the subscription stops reading while full
+		s.wg.Add(1)
+		go func() {
+			defer func() { <-sem; s.wg.Done() }()
+			serve(s, r, h)
+		}()
+	})
+	if err := g.g.AddEndpoint(verb, handler); err != nil {
+		return fmt.Errorf("adding endpoint %s.%s: %w", verb, s.name, err)
+	}
+	return nil
+}
+
+func serve[Req, Resp any](s *Service, r micro.Request, h func(context.Context, *Req) (*Resp, error)) {
+	hdr := nats.Header(r.Headers())
+	ctx := extract(context.Background(), s.prop, hdr)
+	deadline, ok := deadlineOf(hdr)
+	if !ok {
+		deadline = time.Now().Add(MaxHandlerTimeout)
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	ctx, span := s.tracer.Start(ctx, r.Subject(), trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("messaging.system", "nats"), attribute.String("messaging.destination.name", r.Subject())))
+	defer span.End()
+
+	resp, err := invoke(ctx, r, h)
+	if err != nil {
+		werr := s.toWire(ctx, r.Subject(), err)
+		span.SetStatus(codes.Error, string(werr.Code))
+		body, _ := json.Marshal(werr)
+		if rerr := r.Error(string(werr.Code), werr.Message, body); rerr != nil {
+			s.log.WarnContext(ctx, "sending error reply failed", "subject", r.Subject(), "err", rerr)
+		}
+		return
+	}
+	body, err := json.Marshal(resp)
+	if err != nil {
+		s.log.ErrorContext(ctx, "encoding reply failed", "subject", r.Subject(), "request_id", RequestID(ctx), "err", err)
+		body, _ = json.Marshal(&Error{Code: Internal, Message: errInternal.Error()})
+		_ = r.Error(string(Internal), errInternal.Error(), body)
+		return
+	}
+	if err := r.Respond(body); err != nil {
+		s.log.WarnContext(ctx, "sending reply failed", "subject", r.Subject(), "err", err)
+	}
+}
+
+func invoke[Req, Resp any](ctx context.Context, r micro.Request, h func(context.Context, *Req) (*Resp, error)) (resp *Resp, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("handler panic: %v\n%s", p, debug.Stack())
+		}
+	}()
+	var req Req
+	if data := r.Data(); len(data) > 0 {
+		if err := json.Unmarshal(data, &req); err != nil {
+			return nil, Errorf(InvalidArgument, "decoding request: %v", err)
+		}
+	}
+	return h(ctx, &req)
+}
+
+// toWire keeps *Error values and hides everything else behind internal,
+// after logging it in full.
+func (s *Service) toWire(ctx context.Context, subject string, err error) *Error {
+	var werr *Error
+	if errors.As(err, &werr) && werr.Code.Valid() {
+		return werr
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Code: DeadlineExceeded, Message: "deadline exceeded while handling " + subject}
+	}
+	s.log.ErrorContext(ctx, "request failed", "subject", subject, "request_id", RequestID(ctx), "err", err)
+	return &Error{Code: Internal, Message: fmt.Sprintf("%s (request id %s)", errInternal, RequestID(ctx))}
+}

@@ -1,0 +1,176 @@
+package wire_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+type echoReq struct {
+	Text  string `json:"text"`
+	Fail  string `json:"fail,omitempty"`
+	Sleep int    `json:"sleep_ms,omitempty"`
+}
+
+type echoResp struct {
+	Text        string `json:"text"`
+	RequestID   string `json:"request_id"`
+	HasDeadline bool   `json:"has_deadline"`
+}
+
+func startEcho(t *testing.T, url string, started chan<- struct{}, release <-chan struct{}) *wire.Service {
+	t.Helper()
+	nc := servicetest.Conn(t, url)
+	s, err := wire.NewService(nc, wire.ServiceOptions{Name: "echo", Version: "0.1.0", Log: servicetest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	g := s.Group("test")
+	err = wire.Handle(g, "echo", func(ctx context.Context, req *echoReq) (*echoResp, error) {
+		switch req.Fail {
+		case "not_found":
+			return nil, wire.Errorf(wire.NotFound, "no such thing %q", req.Text)
+		case "secret":
+			return nil, errors.New("pq: password=hunter2 leaked")
+		case "panic":
+			panic("boom")
+		case "block":
+			started <- struct{}{}
+			<-release
+		}
+		if req.Sleep > 0 {
+			select {
+			case <-time.After(time.Duration(req.Sleep) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		_, ok := ctx.Deadline()
+		return &echoResp{Text: req.Text, RequestID: wire.RequestID(ctx), HasDeadline: ok}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestCall(t *testing.T) {
+	url := servicetest.NATS(t)
+	startEcho(t, url, nil, nil)
+	c := servicetest.Client(t, url)
+
+	tests := []struct {
+		name     string
+		req      echoReq
+		timeout  time.Duration
+		wantCode wire.Code
+		check    func(t *testing.T, resp *echoResp, err error)
+	}{
+		{name: "ok", req: echoReq{Text: "hi"}, check: func(t *testing.T, r *echoResp, _ error) {
+			if r.Text != "hi" || r.RequestID == "" || !r.HasDeadline {
+				t.Errorf("reply %+v: want text, request id and deadline", r)
+			}
+		}},
+		{name: "typed error", req: echoReq{Text: "x", Fail: "not_found"}, wantCode: wire.NotFound, check: func(t *testing.T, _ *echoResp, err error) {
+			if !errors.Is(err, &wire.Error{Code: wire.NotFound}) {
+				t.Errorf("errors.Is by code failed for %v", err)
+			}
+		}},
+		{name: "unexpected error is hidden", req: echoReq{Fail: "secret"}, wantCode: wire.Internal, check: func(t *testing.T, _ *echoResp, err error) {
+			if e := err.Error(); contains(e, "hunter2") {
+				t.Errorf("internal detail leaked: %s", e)
+			}
+		}},
+		{name: "panic is internal", req: echoReq{Fail: "panic"}, wantCode: wire.Internal},
+		{name: "timeout", req: echoReq{Sleep: 2000}, timeout: 100 * time.Millisecond, wantCode: wire.DeadlineExceeded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tt.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
+				defer cancel()
+			}
+			resp, err := wire.Call[echoReq, echoResp](ctx, c, "echo.test.echo", &tt.req)
+			if got := wire.CodeOf(err); got != tt.wantCode {
+				t.Fatalf("code = %q, want %q (err %v)", got, tt.wantCode, err)
+			}
+			if tt.check != nil {
+				tt.check(t, resp, err)
+			}
+		})
+	}
+}
+
+func TestNoRespondersIsUnavailable(t *testing.T) {
+	url := servicetest.NATS(t)
+	c := servicetest.Client(t, url)
+	t0 := time.Now()
+	_, err := wire.Call[wire.Empty, wire.PingResponse](context.Background(), c, "nobody.sys.ping", &wire.Empty{})
+	if wire.CodeOf(err) != wire.Unavailable {
+		t.Fatalf("code = %q, want unavailable (%v)", wire.CodeOf(err), err)
+	}
+	if d := time.Since(t0); d > time.Second {
+		t.Errorf("no responders took %s, want prompt", d)
+	}
+}
+
+func TestPingInfo(t *testing.T) {
+	url := servicetest.NATS(t)
+	startEcho(t, url, nil, nil)
+	c := servicetest.Client(t, url)
+	p, err := wire.Call[wire.Empty, wire.PingResponse](context.Background(), c, "echo.sys.ping", &wire.Empty{})
+	if err != nil || p.Service != "echo" || p.Version != "0.1.0" {
+		t.Fatalf("ping = %+v, %v", p, err)
+	}
+	inf, err := wire.Call[wire.Empty, wire.InfoResponse](context.Background(), c, "echo.sys.info", &wire.Empty{})
+	if err != nil || len(inf.Endpoints) != 3 {
+		t.Fatalf("info = %+v, %v", inf, err)
+	}
+}
+
+// Handlers run concurrently, and Stop waits for the one in flight.
+func TestConcurrencyAndDrain(t *testing.T) {
+	url := servicetest.NATS(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	s := startEcho(t, url, started, release)
+	c := servicetest.Client(t, url)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var blockedErr error
+	go func() {
+		defer wg.Done()
+		_, blockedErr = wire.Call[echoReq, echoResp](context.Background(), c, "echo.test.echo", &echoReq{Fail: "block"})
+	}()
+	<-started
+	// A second request is served while the first is blocked.
+	if _, err := wire.Call[echoReq, echoResp](context.Background(), c, "echo.test.echo", &echoReq{Text: "b"}); err != nil {
+		t.Fatalf("concurrent call: %v", err)
+	}
+	stopped := make(chan error)
+	go func() { stopped <- s.Stop(context.Background()) }()
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a handler was in flight")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	if err := <-stopped; err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	wg.Wait()
+	if blockedErr != nil {
+		t.Fatalf("in-flight call failed across drain: %v", blockedErr)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
