@@ -34,7 +34,8 @@ type Check struct {
 	Probe func(ctx context.Context) error
 }
 
-// Checker is implemented by services that contribute readiness checks.
+// Checker is implemented by services that contribute readiness checks; they
+// are read once the service has started.
 type Checker interface {
 	Checks() []Check
 }
@@ -87,11 +88,6 @@ func NewGroup(opts Options) *Group {
 func (g *Group) Start(ctx context.Context) error {
 	log := g.opts.Log
 	if a := g.opts.Admin; a != nil {
-		for _, s := range g.opts.Services {
-			if c, ok := s.(Checker); ok {
-				a.AddChecks(c.Checks()...)
-			}
-		}
 		if err := a.Start(ctx); err != nil {
 			return err
 		}
@@ -108,6 +104,13 @@ func (g *Group) Start(ctx context.Context) error {
 			return fmt.Errorf("starting %s: %w", s.Name(), err)
 		}
 		g.started = append(g.started, s)
+		// Checks are read after Start, since they use what Start built.
+		if c, ok := s.(Checker); ok && g.opts.Admin != nil {
+			for _, ch := range c.Checks() {
+				ch.Name = s.Name() + "." + ch.Name // one binary may run several services
+				g.opts.Admin.AddChecks(ch)
+			}
+		}
 		log.Info("service started", "component", s.Name(), "duration_ms", time.Since(t0).Milliseconds())
 	}
 	if a := g.opts.Admin; a != nil {

@@ -1,0 +1,69 @@
+package gateway
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Principal is an authenticated caller.
+type Principal struct {
+	AccountID string
+	KeyID     string
+	Scopes    []string
+}
+
+const principalKey = "mirobody.principal"
+
+// bearer returns the token of an `Authorization: Bearer` header, or "".
+func bearer(h string) string {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// authenticate resolves a bearer token to a principal. Only Mirobody API
+// keys are accepted for now.
+func (s *Service) authenticate(ctx context.Context, token string) (*Principal, error) {
+	if !strings.HasPrefix(token, vfs.KeyPrefix) {
+		return nil, wire.Errorf(wire.Unauthenticated, "invalid token")
+	}
+	r, err := s.accounts.VerifyKey(ctx, &vfs.KeyVerifyRequest{Hash: vfs.HashKey(token)})
+	if err != nil {
+		return nil, err
+	}
+	return &Principal{AccountID: r.AccountID, KeyID: r.KeyID, Scopes: r.Scopes}, nil
+}
+
+// requireAuth rejects requests without a valid token holding scope.
+func (s *Service) requireAuth(scope string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			token := bearer(c.Request().Header.Get(echo.HeaderAuthorization))
+			if token == "" {
+				return wire.Errorf(wire.Unauthenticated, "missing bearer token")
+			}
+			p, err := s.authenticate(c.Request().Context(), token)
+			if err != nil {
+				return err
+			}
+			if !slices.Contains(p.Scopes, scope) {
+				return wire.Errorf(wire.PermissionDenied, "token lacks scope %q", scope)
+			}
+			c.Set(principalKey, p)
+			return next(c)
+		}
+	}
+}
+
+func principal(c echo.Context) *Principal {
+	p, _ := c.Get(principalKey).(*Principal)
+	return p
+}

@@ -1,0 +1,113 @@
+// Package gateway is the HTTP edge of Mirobody: it terminates HTTP,
+// authenticates callers, and turns requests into NATS calls to registry-svc,
+// agent-svc and vfs-svc. It keeps no state of its own, so any replica serves
+// any request.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/node"
+	"github.com/mirobody/mirobody-go/services/svc"
+	"github.com/mirobody/mirobody-go/services/vfs"
+)
+
+// Name is the micro service name (the gateway serves only sys.ping/info on NATS).
+const Name = "gateway"
+
+// Options configures the gateway.
+type Options struct {
+	// Config supplies HTTP_ADDR, NATS_URL and the gateway's keys.
+	Config *conf.Config
+	// Log is the service logger. Required.
+	Log *slog.Logger
+}
+
+// Service is the gateway.
+type Service struct {
+	opts     Options
+	log      *slog.Logger
+	node     *node.Node
+	accounts *vfs.Accounts
+	echo     *echo.Echo
+	srv      *http.Server
+	ln       net.Listener
+}
+
+// New returns a gateway that is not started.
+func New(opts Options) *Service {
+	return &Service{opts: opts, log: opts.Log.With("component", "gateway")}
+}
+
+// Name implements svc.Service.
+func (s *Service) Name() string { return "gateway" }
+
+// Addr returns the bound HTTP address once started.
+func (s *Service) Addr() string {
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Start connects to NATS and starts serving HTTP.
+func (s *Service) Start(ctx context.Context) error {
+	cfg := s.opts.Config
+	n, err := node.Start(ctx, node.Options{Name: Name, Description: "HTTP edge: MCP, chat API, auth",
+		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log})
+	if err != nil {
+		return err
+	}
+	s.node = n
+	s.accounts = vfs.NewAccounts(n.Client)
+	s.echo = s.routes()
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		_ = n.Stop(ctx)
+		return fmt.Errorf("listening on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
+	}
+	s.ln = ln
+	s.srv = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("http server failed", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Stop stops accepting requests, waits for those in flight, then leaves NATS.
+func (s *Service) Stop(ctx context.Context) error {
+	var err error
+	if s.srv != nil {
+		err = s.srv.Shutdown(ctx)
+	}
+	return errors.Join(err, s.node.Stop(ctx))
+}
+
+// Checks implements svc.Checker: NATS plus every service the gateway calls.
+func (s *Service) Checks() []svc.Check {
+	checks := s.node.Checks()
+	for _, dep := range []string{"registry", "vfs", "agent"} {
+		checks = append(checks, node.PingCheck(s.node.Client, dep))
+	}
+	return checks
+}
+
+func (s *Service) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.httpError
+	api := e.Group("/api", s.requireAuth("api"))
+	api.GET("/me", s.me)
+	return e
+}

@@ -1,0 +1,221 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mirobody/mirobody-go/services/boot"
+	"github.com/mirobody/mirobody-go/services/buildinfo"
+	"github.com/mirobody/mirobody-go/services/natsx"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Usage is the `mirobody` help text.
+const Usage = `mirobody: the Mirobody-Go MCP tool platform and agent runtime
+
+Usage:
+  mirobody dev                                   all services in one process, with embedded NATS and a private Postgres
+  mirobody serve --target=gateway,registry-svc   run a subset against NATS_URL and DATABASE_URL (default: all)
+  mirobody account create --email E [--password P]
+  mirobody keys create --account ID|EMAIL --name N [--scopes mcp,api]
+  mirobody keys list --account ID|EMAIL
+  mirobody keys revoke --account ID|EMAIL --key KEY_ID
+  mirobody version
+
+Every command takes --config FILE (default: $MIROBODY_CONFIG or ./config.yaml).
+`
+
+// Main runs the mirobody command line and returns the exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, Usage)
+		return 2
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "version", "--version":
+		fmt.Fprintf(stdout, "mirobody %s\n", buildinfo.Version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, Usage)
+		return 0
+	case "dev":
+		err = runDev(ctx, rest, stdout, stderr)
+	case "serve":
+		err = runServe(ctx, rest, stderr)
+	case "account":
+		err = runAccount(ctx, rest, stdout, stderr)
+	case "keys":
+		err = runKeys(ctx, rest, stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "mirobody: unknown command %q\n\n%s", cmd, Usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mirobody %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	env, err := boot.Setup("mirobody dev", args, stderr)
+	if err != nil {
+		return err
+	}
+	services, err := Dev(DevOptions{Config: env.Config, Log: env.Log, Out: stdout})
+	if err != nil {
+		return err
+	}
+	return env.Run(ctx, services...)
+}
+
+func runServe(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("mirobody serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	target := fs.String("target", "all", "comma-separated services: "+strings.Join(Targets, ","))
+	path := fs.String("config", "", "config file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	targets, err := ParseTargets(*target)
+	if err != nil {
+		return err
+	}
+	env, err := boot.Load(*path, stderr)
+	if err != nil {
+		return err
+	}
+	return env.Run(ctx, Build(env.Config, env.Log, targets)...)
+}
+
+// adminClient connects to NATS_URL for the account and key commands.
+func adminClient(path string, stderr io.Writer) (*vfs.Accounts, func(), error) {
+	env, err := boot.Load(path, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := natsx.Connect(natsx.ConnectOptions{URL: env.Config.NATSURL, Name: "mirobody-cli", Log: env.Log})
+	if err != nil {
+		return nil, nil, err
+	}
+	return vfs.NewAccounts(wire.NewClient(wire.ClientOptions{Conn: nc, DefaultTimeout: 10 * time.Second})), nc.Close, nil
+}
+
+func runAccount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return fmt.Errorf("usage: mirobody account create --email E [--password P]")
+	}
+	fs := flag.NewFlagSet("mirobody account create", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	email := fs.String("email", "", "the account's email (required)")
+	password := fs.String("password", "", "optional password for the login page")
+	path := fs.String("config", "", "config file")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *email == "" {
+		return fmt.Errorf("--email is required")
+	}
+	acc, closeFn, err := adminClient(*path, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	a, err := acc.Create(ctx, &vfs.AccountCreateRequest{Email: *email, Password: *password})
+	if err != nil {
+		return err
+	}
+	return printJSON(stdout, a)
+}
+
+func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: mirobody keys create|list|revoke --account ID|EMAIL ...")
+	}
+	fs := flag.NewFlagSet("mirobody keys "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	account := fs.String("account", "", "account id or email (required)")
+	name := fs.String("name", "", "key name (create)")
+	scopes := fs.String("scopes", "", "comma-separated scopes (create; default mcp,api)")
+	keyID := fs.String("key", "", "key id (revoke)")
+	path := fs.String("config", "", "config file")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *account == "" {
+		return fmt.Errorf("--account is required")
+	}
+	acc, closeFn, err := adminClient(*path, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	get := &vfs.AccountGetRequest{Email: *account}
+	if _, perr := uuid.Parse(*account); perr == nil {
+		get = &vfs.AccountGetRequest{ID: *account}
+	}
+	a, err := acc.Get(ctx, get)
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "create":
+		var sc []string
+		if *scopes != "" {
+			sc = strings.Split(*scopes, ",")
+		}
+		k, err := acc.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: a.ID, Name: *name, Scopes: sc})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s\n", k.Key)
+		fmt.Fprintf(stderr, "key %s created for %s; it is shown only this once\n", k.APIKey.ID, a.Email)
+		return nil
+	case "list":
+		r, err := acc.ListKeys(ctx, &vfs.KeyListRequest{AccountID: a.ID})
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tPREFIX\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+		for _, k := range r.Keys {
+			fmt.Fprintf(tw, "%s\t%s\t%s…\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Prefix, strings.Join(k.Scopes, ","),
+				k.Created.Format(time.RFC3339), fmtTime(k.LastUsed), fmtTime(k.Revoked))
+		}
+		return tw.Flush()
+	case "revoke":
+		if *keyID == "" {
+			return fmt.Errorf("--key is required")
+		}
+		k, err := acc.RevokeKey(ctx, &vfs.KeyRevokeRequest{AccountID: a.ID, KeyID: *keyID})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked %s (%s)\n", k.ID, k.Name)
+		return nil
+	}
+	return fmt.Errorf("unknown keys command %q: want create, list or revoke", args[0])
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

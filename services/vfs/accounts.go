@@ -1,0 +1,159 @@
+// Package vfs is the NATS contract of vfs-svc: accounts and API keys, the
+// data-kind probe, the virtual filesystem and the user data stores.
+package vfs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Subjects for accounts and API keys.
+const (
+	SubjectAccountCreate = "vfs.accounts.create"
+	SubjectAccountGet    = "vfs.accounts.get"
+	SubjectAccountLogin  = "vfs.accounts.login"
+	SubjectKeyCreate     = "vfs.keys.create"
+	SubjectKeyList       = "vfs.keys.list"
+	SubjectKeyRevoke     = "vfs.keys.revoke"
+	SubjectKeyVerify     = "vfs.keys.verify"
+	// EventKeyRevoked is published after a key is revoked, so that caches drop it.
+	EventKeyRevoked = "events.keys.revoked"
+)
+
+// KeyPrefix starts every Mirobody API key.
+const KeyPrefix = "mb_"
+
+// Account is a user account. The password hash never leaves vfs-svc.
+type Account struct {
+	ID       string    `json:"id"`
+	Email    string    `json:"email"`
+	Created  time.Time `json:"created"`
+	Disabled bool      `json:"disabled"`
+}
+
+// AccountCreateRequest creates an account; Password may be empty for
+// accounts that only use API keys.
+type AccountCreateRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password,omitempty"`
+}
+
+// AccountGetRequest finds an account by id or by email.
+type AccountGetRequest struct {
+	ID    string `json:"id,omitempty"`
+	Email string `json:"email,omitempty"`
+}
+
+// AccountLoginRequest checks an email and password.
+type AccountLoginRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+}
+
+// APIKey describes a key; the secret itself is only in KeyCreateResponse.
+type APIKey struct {
+	ID        string     `json:"id"`
+	AccountID string     `json:"account_id"`
+	Name      string     `json:"name"`
+	Prefix    string     `json:"prefix"`
+	Scopes    []string   `json:"scopes"`
+	Created   time.Time  `json:"created"`
+	LastUsed  *time.Time `json:"last_used,omitempty"`
+	Revoked   *time.Time `json:"revoked,omitempty"`
+}
+
+// KeyCreateRequest creates a key for an account.
+type KeyCreateRequest struct {
+	AccountID string   `json:"account_id"`
+	Name      string   `json:"name"`
+	Scopes    []string `json:"scopes,omitempty"`
+}
+
+// KeyCreateResponse carries the new key's secret, shown once.
+type KeyCreateResponse struct {
+	Key    string `json:"key"`
+	APIKey APIKey `json:"api_key"`
+}
+
+// KeyListRequest lists an account's keys.
+type KeyListRequest struct {
+	AccountID string `json:"account_id"`
+}
+
+// KeyListResponse is the account's keys, newest first.
+type KeyListResponse struct {
+	Keys []APIKey `json:"keys"`
+}
+
+// KeyRevokeRequest revokes one key of an account.
+type KeyRevokeRequest struct {
+	AccountID string `json:"account_id"`
+	KeyID     string `json:"key_id"`
+}
+
+// KeyVerifyRequest checks a key by its hash (see HashKey), so the secret
+// does not travel on the bus after creation.
+type KeyVerifyRequest struct {
+	Hash string `json:"hash"`
+}
+
+// KeyVerifyResponse identifies the key's account.
+type KeyVerifyResponse struct {
+	AccountID string   `json:"account_id"`
+	KeyID     string   `json:"key_id"`
+	Scopes    []string `json:"scopes"`
+}
+
+// HashKey returns the stored form of an API key. Keys carry 256 random
+// bits, so a fast hash is enough: there is nothing to brute-force.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// Accounts is the typed client for accounts and API keys.
+type Accounts struct{ c *wire.Client }
+
+// NewAccounts returns an Accounts client over c.
+func NewAccounts(c *wire.Client) *Accounts { return &Accounts{c: c} }
+
+// Create creates an account.
+func (a *Accounts) Create(ctx context.Context, req *AccountCreateRequest) (*Account, error) {
+	return wire.Call[AccountCreateRequest, Account](ctx, a.c, SubjectAccountCreate, req)
+}
+
+// Get finds an account.
+func (a *Accounts) Get(ctx context.Context, req *AccountGetRequest) (*Account, error) {
+	return wire.Call[AccountGetRequest, Account](ctx, a.c, SubjectAccountGet, req)
+}
+
+// Login returns the account whose email and password match; anything else
+// is unauthenticated, with no hint of which part was wrong.
+func (a *Accounts) Login(ctx context.Context, req *AccountLoginRequest) (*Account, error) {
+	return wire.Call[AccountLoginRequest, Account](ctx, a.c, SubjectAccountLogin, req)
+}
+
+// CreateKey creates an API key.
+func (a *Accounts) CreateKey(ctx context.Context, req *KeyCreateRequest) (*KeyCreateResponse, error) {
+	return wire.Call[KeyCreateRequest, KeyCreateResponse](ctx, a.c, SubjectKeyCreate, req)
+}
+
+// ListKeys lists an account's keys.
+func (a *Accounts) ListKeys(ctx context.Context, req *KeyListRequest) (*KeyListResponse, error) {
+	return wire.Call[KeyListRequest, KeyListResponse](ctx, a.c, SubjectKeyList, req)
+}
+
+// RevokeKey revokes a key.
+func (a *Accounts) RevokeKey(ctx context.Context, req *KeyRevokeRequest) (*APIKey, error) {
+	return wire.Call[KeyRevokeRequest, APIKey](ctx, a.c, SubjectKeyRevoke, req)
+}
+
+// VerifyKey resolves a key hash to its account; unknown or revoked keys are
+// unauthenticated.
+func (a *Accounts) VerifyKey(ctx context.Context, req *KeyVerifyRequest) (*KeyVerifyResponse, error) {
+	return wire.Call[KeyVerifyRequest, KeyVerifyResponse](ctx, a.c, SubjectKeyVerify, req)
+}

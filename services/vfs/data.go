@@ -1,0 +1,50 @@
+package vfs
+
+import (
+	"context"
+
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Data kinds that tools can be gated on (SPEC §3.1).
+const (
+	KindHealth  = "health"
+	KindGenetic = "genetic"
+)
+
+// Subjects for user data.
+const (
+	SubjectDataKinds = "vfs.data.kinds"
+	// EventDataChangedPrefix is followed by the account id.
+	EventDataChangedPrefix = "events.data.changed."
+)
+
+// EventDataChanged returns the subject announcing a change of account's data.
+func EventDataChanged(account string) string { return EventDataChangedPrefix + account }
+
+// DataKindsRequest asks which data kinds an account holds.
+type DataKindsRequest struct {
+	AccountID string `json:"account_id"`
+}
+
+// DataKindsResponse lists the kinds with at least one row.
+type DataKindsResponse struct {
+	Kinds []string `json:"kinds"`
+}
+
+// DataChangedEvent is published after an import or delete.
+type DataChangedEvent struct {
+	AccountID string   `json:"account_id"`
+	Kinds     []string `json:"kinds"`
+}
+
+// Data is the typed client for user data.
+type Data struct{ c *wire.Client }
+
+// NewData returns a Data client over c.
+func NewData(c *wire.Client) *Data { return &Data{c: c} }
+
+// Kinds returns the data kinds the account holds.
+func (d *Data) Kinds(ctx context.Context, req *DataKindsRequest) (*DataKindsResponse, error) {
+	return wire.Call[DataKindsRequest, DataKindsResponse](ctx, d.c, SubjectDataKinds, req)
+}

@@ -1,0 +1,95 @@
+// Package vfssvc is vfs-svc: the only service that opens Postgres. It holds
+// accounts and API keys, the virtual filesystem and the user data stores,
+// and serves them over NATS.
+package vfssvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/node"
+	"github.com/mirobody/mirobody-go/services/pg"
+	"github.com/mirobody/mirobody-go/services/svc"
+	"github.com/mirobody/mirobody-go/vfs-svc/migrations"
+)
+
+// Name is the micro service name and subject prefix.
+const Name = "vfs"
+
+// Options configures the service.
+type Options struct {
+	// Config supplies NATS_URL, DATABASE_URL and the VFS limits.
+	Config *conf.Config
+	// Log is the service logger. Required.
+	Log *slog.Logger
+}
+
+// Service is vfs-svc.
+type Service struct {
+	opts Options
+	log  *slog.Logger
+	pool *pgxpool.Pool
+	node *node.Node
+}
+
+// New returns a vfs-svc that is not started.
+func New(opts Options) *Service {
+	return &Service{opts: opts, log: opts.Log.With("component", "vfs-svc")}
+}
+
+// Name implements svc.Service.
+func (s *Service) Name() string { return "vfs-svc" }
+
+// Start opens the pool, applies migrations and serves the endpoints.
+func (s *Service) Start(ctx context.Context) error {
+	cfg := s.opts.Config
+	if cfg.DatabaseURL == "" {
+		return errors.New("config: DATABASE_URL: vfs-svc needs a database")
+	}
+	pool, err := pg.Open(ctx, pg.PoolOptions{DSN: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns})
+	if err != nil {
+		return err
+	}
+	if err := pg.Migrate(ctx, pool, migrations.FS, s.log); err != nil {
+		pool.Close()
+		return err
+	}
+	s.pool = pool
+	n, err := node.Start(ctx, node.Options{Name: Name, Description: "virtual filesystem, accounts and user data",
+		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log})
+	if err != nil {
+		pool.Close()
+		return err
+	}
+	s.node = n
+	if err := s.register(); err != nil {
+		_ = s.Stop(ctx)
+		return fmt.Errorf("registering vfs endpoints: %w", err)
+	}
+	return nil
+}
+
+// Stop drains the endpoints, then closes the pool.
+func (s *Service) Stop(ctx context.Context) error {
+	err := s.node.Stop(ctx)
+	s.node = nil
+	if s.pool != nil {
+		s.pool.Close()
+		s.pool = nil
+	}
+	return err
+}
+
+// Checks implements svc.Checker.
+func (s *Service) Checks() []svc.Check {
+	return append(s.node.Checks(), svc.Check{Name: "postgres", Probe: pg.Probe(s.pool)})
+}
+
+func (s *Service) register() error {
+	return s.registerAccounts(s.node.Service.Group("accounts"), s.node.Service.Group("keys"))
+}
