@@ -2,7 +2,10 @@ module github.com/mirobody/mirobody-go/registry-svc
 
 go 1.26.0
 
-require github.com/mirobody/mirobody-go/services v0.0.0
+require (
+	github.com/mirobody/mirobody-go/services v0.0.0
+	gopkg.in/yaml.v3 v3.0.1
+)
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.9.0-default-no-op // indirect
@@ -46,7 +49,6 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
 	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
-	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
 replace github.com/mirobody/mirobody-go/services => ../services
