@@ -28,6 +28,12 @@ type Config struct {
 	AllowedOrigins  []string `key:"ALLOWED_ORIGINS" default:""`
 	Signup          string   `key:"SIGNUP" default:"closed" enum:"open|closed"`
 	MaxRequestBytes int      `key:"MAX_REQUEST_BYTES" default:"4194304" min:"1024"`
+	MCPSessionKeys  []string `key:"MCP_SESSION_KEYS" default:"" secret:"true"`
+	MCPSessionTTLS  int      `key:"MCP_SESSION_TTL_S" default:"86400" min:"60"`
+	MCPKeepAliveS   int      `key:"MCP_KEEPALIVE_S" default:"25" min:"1"`
+	MCPMaxStreams   int      `key:"MCP_MAX_STREAMS_PER_ACCOUNT" default:"8" min:"1"`
+	RateLimitAcct   int      `key:"RATE_LIMIT_ACCOUNT" default:"1200" min:"0"`
+	RateLimitIP     int      `key:"RATE_LIMIT_IP" default:"600" min:"0"`
 
 	// registry-svc.
 	MCPToolDirs         []string `key:"MCP_TOOL_DIRS" default:"builtin"`

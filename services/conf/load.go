@@ -85,6 +85,9 @@ func Load(opts LoadOptions) (*Result, error) {
 		} else if err := setString(dst, f.def, false); err != nil {
 			panic(fmt.Sprintf("conf: bad default for %s: %v", f.key, err))
 		}
+		if dst.Kind() == reflect.Slice && dst.Len() == 0 {
+			dst.Set(reflect.Zero(dst.Type())) // [] and "" both mean an empty list
+		}
 		if err := f.check(dst); err != nil {
 			return nil, fmt.Errorf("config: %s: %v", f.key, err)
 		}

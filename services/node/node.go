@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -72,7 +73,8 @@ func (n *Node) Stop(ctx context.Context) error {
 		return nil
 	}
 	err := n.Service.Stop(ctx)
-	if ferr := n.Conn.FlushWithContext(ctx); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) && n.Conn.IsConnected() {
+	// Flush so replies written by the last handlers reach the broker.
+	if ferr := n.Conn.FlushTimeout(2 * time.Second); ferr != nil && !errors.Is(ferr, nats.ErrConnectionClosed) && n.Conn.IsConnected() {
 		err = errors.Join(err, fmt.Errorf("flushing NATS: %w", ferr))
 	}
 	n.Conn.Close()

@@ -1,0 +1,201 @@
+package conf
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestDefaults(t *testing.T) {
+	res, err := Load(LoadOptions{Path: writeFile(t, ""), LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Config
+	if c.ToolTimeoutS != 60 || c.PythonWorkers != 2 || !c.ToolsWatch || c.MaxSteps != 50 {
+		t.Errorf("numeric/bool defaults wrong: %+v", c)
+	}
+	if !reflect.DeepEqual(c.MCPToolDirs, []string{"builtin"}) || !reflect.DeepEqual(c.SkillDirs, []string{"./skills"}) {
+		t.Errorf("list defaults wrong: %v %v", c.MCPToolDirs, c.SkillDirs)
+	}
+	if c.ProvidersDeep == nil || len(c.ProvidersDeep) != 0 {
+		t.Errorf("map default = %v, want empty map", c.ProvidersDeep)
+	}
+}
+
+func TestFileAndEnv(t *testing.T) {
+	file := writeFile(t, `
+MCP_TOOL_DIRS: [./tools, builtin]
+TOOL_TIMEOUT_S: 30
+TOOLS_WATCH: false
+PROVIDERS_DEEP:
+  gpt: {type: openai, model: gpt-5, api_key: OPENAI_API_KEY}
+`)
+	tests := []struct {
+		name  string
+		env   map[string]string
+		check func(t *testing.T, c *Config)
+	}{
+		{"file only", nil, func(t *testing.T, c *Config) {
+			if !reflect.DeepEqual(c.MCPToolDirs, []string{"./tools", "builtin"}) || c.ToolTimeoutS != 30 || c.ToolsWatch {
+				t.Errorf("file values not applied: %+v", c)
+			}
+			if c.ProvidersDeep["gpt"].Model != "gpt-5" {
+				t.Errorf("provider map not decoded: %+v", c.ProvidersDeep)
+			}
+		}},
+		{"env wins, lists comma-separated", map[string]string{"MCP_TOOL_DIRS": " /a , /b,,", "TOOL_TIMEOUT_S": "5"}, func(t *testing.T, c *Config) {
+			if !reflect.DeepEqual(c.MCPToolDirs, []string{"/a", "/b"}) || c.ToolTimeoutS != 5 {
+				t.Errorf("env not applied: %v %d", c.MCPToolDirs, c.ToolTimeoutS)
+			}
+		}},
+		{"env map as JSON", map[string]string{"PROVIDERS_DEEP": `{"c":{"type":"anthropic","model":"claude","api_key":"ANTHROPIC_API_KEY"}}`}, func(t *testing.T, c *Config) {
+			if c.ProvidersDeep["c"].Type != "anthropic" || len(c.ProvidersDeep) != 1 {
+				t.Errorf("env map wrong: %+v", c.ProvidersDeep)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Load(LoadOptions{Path: file, LookupEnv: env(tt.env)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, res.Config)
+		})
+	}
+}
+
+func TestInvalidValues(t *testing.T) {
+	tests := []struct {
+		name, file string
+		env        map[string]string
+		want       string
+	}{
+		{"int in env", "", map[string]string{"TOOL_TIMEOUT_S": "soon"}, `config: TOOL_TIMEOUT_S: want an integer, got "soon" (from the environment)`},
+		{"below minimum", "PYTHON_WORKERS: 0\n", nil, "config: PYTHON_WORKERS: 0 is below the minimum 1"},
+		{"enum", "LOG_LEVEL: loud\n", nil, `config: LOG_LEVEL: "loud" is not one of debug, info, warn, error`},
+		{"bool", "", map[string]string{"TOOLS_WATCH": "maybe"}, `config: TOOLS_WATCH: want true or false, got "maybe"`},
+		{"url", "NATS_URL: localhost\n", nil, `config: NATS_URL: "localhost" is not an absolute URL`},
+		{"secret url is not echoed", "", map[string]string{"DATABASE_URL": "pass:hunter2"}, `config: DATABASE_URL: "***" is not an absolute URL`},
+		{"addr", "HTTP_ADDR: nowhere\n", nil, `config: HTTP_ADDR: "nowhere" is not a host:port listen address`},
+		{"list type", "MCP_TOOL_DIRS: {a: 1}\n", nil, "config: MCP_TOOL_DIRS: want a list"},
+		{"not a mapping", "- a\n- b\n", nil, "the top level must be a mapping"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(LoadOptions{Path: writeFile(t, tt.file), LookupEnv: env(tt.env)})
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans several lines: %q", err)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("secret leaked: %q", err)
+			}
+		})
+	}
+}
+
+func TestUnknownKeyWarns(t *testing.T) {
+	res, err := Load(LoadOptions{Path: writeFile(t, "MCP_TOOLS_DIR: [x]\nLOG_LEVEL: debug\n"), LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "MCP_TOOLS_DIR") {
+		t.Errorf("warnings = %v", res.Warnings)
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	if _, err := Load(LoadOptions{Path: missing, LookupEnv: env(nil)}); err == nil {
+		t.Error("an explicitly named missing file must be an error")
+	}
+	if _, err := Load(LoadOptions{LookupEnv: env(map[string]string{"MIROBODY_CONFIG": missing})}); err == nil {
+		t.Error("a missing MIROBODY_CONFIG file must be an error")
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	res, err := Load(LoadOptions{Path: writeFile(t, ""), LookupEnv: env(map[string]string{"OPENAI_API_KEY": "sk-secret", "SECRET_KEY": "k"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Config.Redacted()
+	if r["OPENAI_API_KEY"] != "***" || r["SECRET_KEY"] != "***" || r["ANTHROPIC_API_KEY"] != "" {
+		t.Errorf("redaction wrong: %v %v %v", r["OPENAI_API_KEY"], r["SECRET_KEY"], r["ANTHROPIC_API_KEY"])
+	}
+}
+
+// The shipped config.yaml documents every key, with a comment, and no others;
+// and its values are the defaults.
+func TestShippedConfigDocumentsEveryKey(t *testing.T) {
+	path := filepath.Join("..", "..", "config.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range Keys() {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("config.yaml lacks key %s", k)
+		}
+	}
+	for k := range doc {
+		if !IsKey(k) {
+			t.Errorf("config.yaml has unknown key %s", k)
+		}
+	}
+	lines := strings.Split(string(data), "\n")
+	for i, l := range lines {
+		if k, _, ok := strings.Cut(l, ":"); ok && IsKey(k) {
+			// Each key, or the block of keys it belongs to, is preceded by a comment.
+			j := i - 1
+			for j >= 0 && lines[j] != "" && !strings.HasPrefix(lines[j], "#") {
+				j--
+			}
+			if j < 0 || !strings.HasPrefix(lines[j], "#") {
+				t.Errorf("config.yaml key %s has no comment", k)
+			}
+		}
+	}
+	shipped, err := Load(LoadOptions{Path: path, LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults, err := Load(LoadOptions{Path: writeFile(t, ""), LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(shipped.Config, defaults.Config) {
+		t.Errorf("config.yaml values differ from the defaults:\n%+v\n%+v", shipped.Config, defaults.Config)
+	}
+	if len(shipped.Warnings) != 0 {
+		t.Errorf("warnings for the shipped file: %v", shipped.Warnings)
+	}
+}
