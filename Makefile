@@ -12,7 +12,7 @@ WITHPG  := $(GO) run ./services/servicetest/cmd/withpg
 ## dev: the whole stack in one process (embedded NATS, private Postgres under ./.mirobody)
 dev: deps
 	$(GO) build -o bin/mirobody ./services/stack/cmd/mirobody
-	./bin/mirobody dev
+	MCP_TOOL_DIRS=$${MCP_TOOL_DIRS:-./tools,builtin} ./bin/mirobody dev
 
 ## test: every test of every module, against real NATS and a real private Postgres
 test: deps

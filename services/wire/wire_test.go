@@ -173,4 +173,3 @@ func TestConcurrencyAndDrain(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
