@@ -6,6 +6,8 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
 	"github.com/mirobody/mirobody-go/services/svc"
@@ -20,6 +22,8 @@ type Options struct {
 	Config *conf.Config
 	// Log is the service logger. Required.
 	Log *slog.Logger
+	// Metrics receives the service's Prometheus metrics; nil means none.
+	Metrics prometheus.Registerer
 }
 
 // Service is agent-svc.
@@ -41,7 +45,7 @@ func (s *Service) Name() string { return "agent-svc" }
 func (s *Service) Start(ctx context.Context) error {
 	cfg := s.opts.Config
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Deep and Base agent loops and LLM providers",
-		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log})
+		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
 	"github.com/mirobody/mirobody-go/services/svc"
@@ -30,6 +32,8 @@ type Options struct {
 	Config *conf.Config
 	// Log is the service logger. Required.
 	Log *slog.Logger
+	// Metrics receives the service's Prometheus metrics; nil means none.
+	Metrics prometheus.Registerer
 }
 
 // Service is the gateway.
@@ -63,7 +67,7 @@ func (s *Service) Addr() string {
 func (s *Service) Start(ctx context.Context) error {
 	cfg := s.opts.Config
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "HTTP edge: MCP, chat API, auth",
-		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log})
+		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
 	if err != nil {
 		return err
 	}

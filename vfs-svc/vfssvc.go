@@ -11,6 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
 	"github.com/mirobody/mirobody-go/services/pg"
@@ -27,6 +29,8 @@ type Options struct {
 	Config *conf.Config
 	// Log is the service logger. Required.
 	Log *slog.Logger
+	// Metrics receives the service's Prometheus metrics; nil means none.
+	Metrics prometheus.Registerer
 }
 
 // Service is vfs-svc.
@@ -61,7 +65,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.pool = pool
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "virtual filesystem, accounts and user data",
-		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log})
+		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
 	if err != nil {
 		pool.Close()
 		return err

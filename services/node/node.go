@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/mirobody/mirobody-go/services/buildinfo"
@@ -32,6 +33,8 @@ type Options struct {
 	OTLPEndpoint string
 	// Log is the service's logger. Required.
 	Log *slog.Logger
+	// Metrics receives the request metrics; nil means none.
+	Metrics prometheus.Registerer
 }
 
 // Node is one service's connection, tracer provider, micro service and client.
@@ -50,13 +53,19 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	var metrics *wire.Metrics
+	if opts.Metrics != nil {
+		if metrics, err = wire.NewMetrics(opts.Metrics); err != nil {
+			return nil, err
+		}
+	}
 	nc, err := natsx.Connect(natsx.ConnectOptions{URL: opts.NATSURL, Name: opts.Name, Log: opts.Log})
 	if err != nil {
 		_ = tp.Shutdown(ctx)
 		return nil, err
 	}
 	ws, err := wire.NewService(nc, wire.ServiceOptions{Name: opts.Name, Version: buildinfo.Version,
-		Description: opts.Description, Log: opts.Log, TracerProvider: tp})
+		Description: opts.Description, Log: opts.Log, TracerProvider: tp, Metrics: metrics})
 	if err != nil {
 		nc.Close()
 		_ = tp.Shutdown(ctx)

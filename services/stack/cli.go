@@ -72,7 +72,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	services, err := Dev(DevOptions{Config: env.Config, Log: env.Log, Out: stdout})
+	services, err := Dev(DevOptions{Config: env.Config, Log: env.Log, Metrics: env.Metrics, Out: stdout})
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return env.Run(ctx, Build(env.Config, env.Log, targets)...)
+	return env.Run(ctx, Build(env.Config, env.Log, env.Metrics, targets)...)
 }
 
 // adminClient connects to NATS_URL for the account and key commands.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/natsx"
@@ -27,6 +28,8 @@ import (
 type DevOptions struct {
 	Config *conf.Config
 	Log    *slog.Logger
+	// Metrics receives every service's metrics.
+	Metrics prometheus.Registerer
 	// Out receives the banner with URLs and the demo key.
 	Out io.Writer
 }
@@ -68,7 +71,7 @@ func Dev(opts DevOptions) ([]svc.Service, error) {
 		cl := pgcluster.New(pgcluster.Options{Dir: filepath.Join(dir, "pg"), Log: log})
 		services = append(services, &devPostgres{cluster: cl, cfg: cfg, dir: dir, log: log})
 	}
-	services = append(services, Build(cfg, log, Targets)...)
+	services = append(services, Build(cfg, log, opts.Metrics, Targets)...)
 	services = append(services, &Func{Label: "demo", StartFn: func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	agentsvc "github.com/mirobody/mirobody-go/agent-svc"
 	"github.com/mirobody/mirobody-go/gateway"
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
@@ -45,28 +47,29 @@ func ParseTargets(s string) ([]string, error) {
 	return out, nil
 }
 
-// Build returns the services for targets, sharing cfg. Services read cfg
-// when they start, so earlier components may still fill it in.
-func Build(cfg *conf.Config, log *slog.Logger, targets []string) []svc.Service {
+// Build returns the services for targets, sharing cfg and the metrics
+// registry. Services read cfg when they start, so earlier components may
+// still fill it in.
+func Build(cfg *conf.Config, log *slog.Logger, reg prometheus.Registerer, targets []string) []svc.Service {
 	out := make([]svc.Service, 0, len(targets))
 	for _, t := range targets {
-		out = append(out, New(t, cfg, log))
+		out = append(out, New(t, cfg, log, reg))
 	}
 	return out
 }
 
 // New returns one service by target name; it panics on an unknown name,
 // which ParseTargets rules out.
-func New(target string, cfg *conf.Config, log *slog.Logger) svc.Service {
+func New(target string, cfg *conf.Config, log *slog.Logger, reg prometheus.Registerer) svc.Service {
 	switch target {
 	case "vfs-svc":
-		return vfssvc.New(vfssvc.Options{Config: cfg, Log: log})
+		return vfssvc.New(vfssvc.Options{Config: cfg, Log: log, Metrics: reg})
 	case "registry-svc":
-		return registrysvc.New(registrysvc.Options{Config: cfg, Log: log})
+		return registrysvc.New(registrysvc.Options{Config: cfg, Log: log, Metrics: reg})
 	case "agent-svc":
-		return agentsvc.New(agentsvc.Options{Config: cfg, Log: log})
+		return agentsvc.New(agentsvc.Options{Config: cfg, Log: log, Metrics: reg})
 	case "gateway":
-		return gateway.New(gateway.Options{Config: cfg, Log: log})
+		return gateway.New(gateway.Options{Config: cfg, Log: log, Metrics: reg})
 	}
 	panic("stack: unknown target " + target)
 }

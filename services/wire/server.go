@@ -37,6 +37,8 @@ type ServiceOptions struct {
 	TracerProvider trace.TracerProvider
 	// MaxConcurrent bounds the requests one endpoint handles at once; zero means 256.
 	MaxConcurrent int
+	// Metrics records every request; nil means none.
+	Metrics *Metrics
 }
 
 // Service is a nats.go micro service whose endpoints are typed handlers.
@@ -51,6 +53,7 @@ type Service struct {
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
 	maxConc int
+	metrics *Metrics
 	wg      sync.WaitGroup
 }
 
@@ -109,6 +112,7 @@ func NewService(nc *nats.Conn, opts ServiceOptions) (*Service, error) {
 		tracer:  tp.Tracer("github.com/mirobody/mirobody-go/services/wire"),
 		prop:    propagation.TraceContext{},
 		maxConc: opts.MaxConcurrent,
+		metrics: opts.Metrics,
 	}
 	sys := s.Group("sys")
 	if err := Handle(sys, "ping", s.ping); err != nil {
@@ -195,9 +199,11 @@ func serve[Req, Resp any](s *Service, r micro.Request, h func(context.Context, *
 		trace.WithAttributes(attribute.String("messaging.system", "nats"), attribute.String("messaging.destination.name", r.Subject())))
 	defer span.End()
 
+	start := time.Now()
 	resp, err := invoke(ctx, r, h)
 	if err != nil {
 		werr := s.toWire(ctx, r.Subject(), err)
+		s.metrics.observe(s.name, r.Subject(), werr.Code, time.Since(start))
 		span.SetStatus(codes.Error, string(werr.Code))
 		body, _ := json.Marshal(werr)
 		if rerr := r.Error(string(werr.Code), werr.Message, body); rerr != nil {
@@ -205,6 +211,7 @@ func serve[Req, Resp any](s *Service, r micro.Request, h func(context.Context, *
 		}
 		return
 	}
+	s.metrics.observe(s.name, r.Subject(), "", time.Since(start))
 	body, err := json.Marshal(resp)
 	if err != nil {
 		s.log.ErrorContext(ctx, "encoding reply failed", "subject", r.Subject(), "request_id", RequestID(ctx), "err", err)

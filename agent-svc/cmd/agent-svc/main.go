@@ -16,7 +16,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	s := agentsvc.New(agentsvc.Options{Config: env.Config, Log: env.Log})
+	s := agentsvc.New(agentsvc.Options{Config: env.Config, Log: env.Log, Metrics: env.Metrics})
 	if err := env.Run(context.Background(), s); err != nil {
 		env.Log.Error("agent-svc failed", "err", err)
 		os.Exit(1)

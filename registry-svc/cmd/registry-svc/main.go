@@ -16,7 +16,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	s := registrysvc.New(registrysvc.Options{Config: env.Config, Log: env.Log})
+	s := registrysvc.New(registrysvc.Options{Config: env.Config, Log: env.Log, Metrics: env.Metrics})
 	if err := env.Run(context.Background(), s); err != nil {
 		env.Log.Error("registry-svc failed", "err", err)
 		os.Exit(1)
