@@ -16,6 +16,9 @@ type Principal struct {
 	AccountID string
 	KeyID     string
 	Scopes    []string
+	// Agent is the visibility profile named by an agent's token ("" for
+	// plain clients, SPEC §8).
+	Agent string
 }
 
 const principalKey = "mirobody.principal"
@@ -35,11 +38,17 @@ func (s *Service) authenticate(ctx context.Context, token string) (*Principal, e
 	if !strings.HasPrefix(token, vfs.KeyPrefix) {
 		return nil, wire.Errorf(wire.Unauthenticated, "invalid token")
 	}
-	r, err := s.accounts.VerifyKey(ctx, &vfs.KeyVerifyRequest{Hash: vfs.HashKey(token)})
+	hash := vfs.HashKey(token)
+	if p, ok := s.keys.get(hash); ok {
+		return p, nil
+	}
+	r, err := s.accounts.VerifyKey(ctx, &vfs.KeyVerifyRequest{Hash: hash})
 	if err != nil {
 		return nil, err
 	}
-	return &Principal{AccountID: r.AccountID, KeyID: r.KeyID, Scopes: r.Scopes}, nil
+	p := &Principal{AccountID: r.AccountID, KeyID: r.KeyID, Scopes: r.Scopes}
+	s.keys.put(hash, p)
+	return p, nil
 }
 
 // requireAuth rejects requests without a valid token holding scope.

@@ -42,6 +42,9 @@ type Service struct {
 	log      *slog.Logger
 	node     *node.Node
 	accounts *vfs.Accounts
+	keys     *keyCache
+	hub      *hub
+	mcp      *mcpServer
 	echo     *echo.Echo
 	srv      *http.Server
 	ln       net.Listener
@@ -73,9 +76,14 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.node = n
 	s.accounts = vfs.NewAccounts(n.Client)
+	if err := s.startMCP(); err != nil {
+		_ = n.Stop(ctx)
+		return err
+	}
 	s.echo = s.routes()
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
+		s.hub.close()
 		_ = n.Stop(ctx)
 		return fmt.Errorf("listening on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
@@ -92,6 +100,11 @@ func (s *Service) Start(ctx context.Context) error {
 // Stop stops accepting requests, waits for those in flight, then leaves NATS.
 func (s *Service) Stop(ctx context.Context) error {
 	var err error
+	if s.hub != nil {
+		// Long streams end first, or Shutdown would wait for them until
+		// the grace period runs out.
+		s.hub.close()
+	}
 	if s.srv != nil {
 		err = s.srv.Shutdown(ctx)
 	}
@@ -111,6 +124,10 @@ func (s *Service) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpError
+	mcpHandler := echo.WrapHandler(s.mcp)
+	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPut, http.MethodPatch, http.MethodOptions}, "/mcp", mcpHandler)
+	e.GET("/.well-known/oauth-protected-resource", s.protectedResourceMetadata)
+	e.GET("/.well-known/oauth-protected-resource/mcp", s.protectedResourceMetadata)
 	api := e.Group("/api", s.requireAuth("api"))
 	api.GET("/me", s.me)
 	return e

@@ -1,0 +1,54 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mirobody/mirobody-go/services/buildinfo"
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs"
+)
+
+// startMCP builds the /mcp handler and its event subscriptions once the
+// NATS node is up.
+func (s *Service) startMCP() error {
+	cfg := s.opts.Config
+	keys, random, err := sessionKeys(cfg.MCPSessionKeys, cfg.SecretKey)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if random {
+		s.log.Warn("neither MCP_SESSION_KEYS nor SECRET_KEY is set: MCP session ids are valid on this replica only, until it restarts")
+	}
+	seal, err := newSealer(keys, time.Duration(cfg.MCPSessionTTLS)*time.Second)
+	if err != nil {
+		return err
+	}
+	s.keys = newKeyCache()
+	if _, err := s.node.Conn.Subscribe(vfs.EventKeyRevoked, func(*nats.Msg) { s.keys.reset() }); err != nil {
+		return fmt.Errorf("subscribing to %s: %w", vfs.EventKeyRevoked, err)
+	}
+	h, err := newHub(s.node.Conn)
+	if err != nil {
+		return err
+	}
+	s.hub = h
+	s.mcp = newMCPServer(mcpOptions{
+		Registry:       registry.NewClient(s.node.Client),
+		Conn:           s.node.Conn,
+		Auth:           func(r *http.Request, token string) (*Principal, error) { return s.authenticate(r.Context(), token) },
+		Sealer:         seal,
+		Hub:            h,
+		Limits:         newLimits(limitsOptions{PerAccount: cfg.RateLimitAcct, PerIP: cfg.RateLimitIP, Streams: cfg.MCPMaxStreams}),
+		PublicURL:      cfg.MCPPublicURL,
+		AllowedOrigins: cfg.AllowedOrigins,
+		MaxBodyBytes:   int64(cfg.MaxRequestBytes),
+		KeepAlive:      time.Duration(cfg.MCPKeepAliveS) * time.Second,
+		Version:        buildinfo.Version,
+		Log:            s.log.With("component", "mcp"),
+	})
+	return nil
+}
