@@ -4,13 +4,26 @@ package registrysvc
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mirobody/mirobody-go/registry-svc/internal/builtin"
+	"github.com/mirobody/mirobody-go/registry-svc/internal/pyhost"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
+	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/svc"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // Name is the micro service name and subject prefix.
@@ -22,42 +35,257 @@ type Options struct {
 	Config *conf.Config
 	// Log is the service logger. Required.
 	Log *slog.Logger
-	// Metrics receives the service's Prometheus metrics; nil means none.
+	// Metrics, when set, receives the tool host metrics.
 	Metrics prometheus.Registerer
+	// Builtins replaces the Go built-ins (tests); nil means builtin.All().
+	Builtins []*builtin.Tool
 }
 
 // Service is registry-svc.
 type Service struct {
-	opts Options
-	log  *slog.Logger
-	node *node.Node
+	opts    Options
+	log     *slog.Logger
+	node    *node.Node
+	reg     *Registry
+	pyDirs  []string
+	watcher *watcher
+	subs    []*nats.Subscription
+	retired sync.WaitGroup // pools of replaced snapshots, still draining
 }
 
 // New returns a registry-svc that is not started.
 func New(opts Options) *Service {
+	if opts.Builtins == nil {
+		opts.Builtins = builtin.All()
+	}
 	return &Service{opts: opts, log: opts.Log.With("component", "registry-svc")}
 }
 
 // Name implements svc.Service.
 func (s *Service) Name() string { return "registry-svc" }
 
-// Start connects to NATS and serves the endpoints.
+// Start discovers the tools, starts the Python tool host pool, connects to
+// NATS, serves the endpoints and subscribes to the events it follows.
 func (s *Service) Start(ctx context.Context) error {
 	cfg := s.opts.Config
+	dirs, err := s.toolDirs()
+	if err != nil {
+		return err
+	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Tool discovery, visibility and execution",
-		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
+		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log})
 	if err != nil {
 		return err
 	}
 	s.node = n
+	s.reg = &Registry{
+		log:     s.log,
+		timeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
+		cancels: map[string]context.CancelCauseFunc{},
+		deps:    &builtin.Deps{Client: n.Client, Log: s.log, SkillDirs: cfg.SkillDirs},
+		policy: &policy{kinds: newKindsCache(vfs.NewData(n.Client), s.log), vis: Visibility{
+			Allowed:    map[string][]string{registry.AgentDeep: cfg.AllowedToolsDeep, registry.AgentBase: cfg.AllowedToolsBase},
+			Disallowed: map[string][]string{registry.AgentDeep: cfg.DisallowedToolsDeep, registry.AgentBase: cfg.DisallowedToolsBase},
+		}},
+	}
+	snap, err := s.discover(ctx, dirs)
+	if err != nil {
+		_ = s.stopAll(ctx)
+		return err
+	}
+	s.reg.swap(snap)
+	s.log.Info("tools discovered", "tools", len(snap.sorted), "revision", snap.revision)
+	if err := s.serve(); err != nil {
+		_ = s.stopAll(ctx)
+		return err
+	}
+	if s.opts.Metrics != nil {
+		s.registerMetrics()
+	}
+	if cfg.ToolsWatch && len(s.pyDirs) > 0 {
+		w, err := newWatcher(s.pyDirs, 150*time.Millisecond, s.log, func() { s.reload(context.Background(), dirs) })
+		if err != nil {
+			_ = s.stopAll(ctx)
+			return err
+		}
+		s.watcher = w
+	}
 	return nil
 }
 
-// Stop drains the endpoints and waits for requests in flight.
+// toolDirs resolves MCP_TOOL_DIRS: Python folders become absolute paths.
+func (s *Service) toolDirs() ([]string, error) {
+	var dirs []string
+	s.pyDirs = nil
+	for _, d := range s.opts.Config.MCPToolDirs {
+		d = strings.TrimSpace(d)
+		if d == "" {
+			continue
+		}
+		if d != BuiltinDir {
+			abs, err := filepath.Abs(d)
+			if err != nil {
+				return nil, fmt.Errorf("resolving MCP_TOOL_DIRS entry %q: %w", d, err)
+			}
+			d = abs
+			s.pyDirs = append(s.pyDirs, d)
+		}
+		dirs = append(dirs, d)
+	}
+	return dirs, nil
+}
+
+// discover starts a fresh Python pool (when Python folders are configured)
+// and builds a snapshot from it and the built-ins.
+func (s *Service) discover(ctx context.Context, dirs []string) (*snapshot, error) {
+	var pool *pyhost.Pool
+	found := &pyhost.Discovery{}
+	if len(s.pyDirs) > 0 {
+		cfg := s.opts.Config
+		var err error
+		pool, found, err = pyhost.Start(ctx, pyhost.Options{Python: cfg.Python, Workers: cfg.PythonWorkers, Dirs: s.pyDirs, Log: s.log})
+		if err != nil {
+			return nil, fmt.Errorf("starting the Python tool host: %w", err)
+		}
+	}
+	snap := buildSnapshot(dirs, s.opts.Builtins, found.Tools, pool, s.log)
+	snap.failed = found.Failed
+	return snap, nil
+}
+
+// reload rediscovers in a fresh host and swaps the registry atomically. A
+// reload that fails, or that breaks a file which imported before, keeps the
+// current tools.
+func (s *Service) reload(ctx context.Context, dirs []string) {
+	snap, err := s.discover(ctx, dirs)
+	if err != nil {
+		s.log.Error("tool reload failed; keeping the previous tools", "err", err)
+		return
+	}
+	old := s.reg.current()
+	if broken := newlyFailed(old.failed, snap.failed); len(broken) > 0 {
+		s.log.Error("tool reload found files that fail to import; keeping the previous tools", "files", broken)
+		closePool(snap.pool, 0)
+		return
+	}
+	s.reg.swap(snap)
+	s.retired.Add(1)
+	go func() {
+		defer s.retired.Done()
+		closePool(old.pool, s.reg.timeout)
+	}()
+	if snap.revision == old.revision {
+		return
+	}
+	s.log.Info("tools reloaded", "tools", len(snap.sorted), "revision", snap.revision)
+	if err := s.node.Client.Publish(ctx, registry.EventChanged, &registry.ChangedEvent{Revision: snap.revision}); err != nil {
+		s.log.Warn("publishing the registry change failed", "err", err)
+	}
+}
+
+func newlyFailed(before, after []string) []string {
+	var out []string
+	for _, f := range after {
+		if !contains(before, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// closePool drains p (waiting for calls in flight up to grace) and stops it.
+func closePool(p *pyhost.Pool, grace time.Duration) {
+	if p == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	p.Close(ctx)
+}
+
+// serve registers the endpoints and the event subscriptions.
+func (s *Service) serve() error {
+	g := s.node.Service.Group("tools")
+	if err := wire.Handle(g, "list", s.reg.List); err != nil {
+		return err
+	}
+	if err := wire.Handle(g, "call", s.reg.Call); err != nil {
+		return err
+	}
+	cancelSub, err := s.node.Conn.Subscribe(registry.SubjectCancel, func(m *nats.Msg) {
+		var ev registry.CancelEvent
+		if json.Unmarshal(m.Data, &ev) == nil && ev.CallID != "" {
+			s.reg.cancelCall(ev.CallID)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("subscribing to %s: %w", registry.SubjectCancel, err)
+	}
+	dataSub, err := s.node.Conn.Subscribe(vfs.EventDataChangedPrefix+"*", func(m *nats.Msg) {
+		s.reg.policy.kinds.invalidate(strings.TrimPrefix(m.Subject, vfs.EventDataChangedPrefix))
+	})
+	if err != nil {
+		return fmt.Errorf("subscribing to data changes: %w", err)
+	}
+	s.subs = append(s.subs, cancelSub, dataSub)
+	return nil
+}
+
+func (s *Service) registerMetrics() {
+	restarts := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "mirobody_registry_python_host_restarts_total",
+		Help: "Python tool host processes replaced after a crash or hang.",
+	}, func() float64 {
+		if p := s.reg.current().pool; p != nil {
+			return float64(p.Restarts())
+		}
+		return 0
+	})
+	tools := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mirobody_registry_tools",
+		Help: "Tools in the registry.",
+	}, func() float64 { return float64(len(s.reg.current().sorted)) })
+	for _, c := range []prometheus.Collector{restarts, tools} {
+		if err := s.opts.Metrics.Register(c); err != nil {
+			s.log.Warn("registering a metric failed", "err", err)
+		}
+	}
+}
+
+// Stop stops the watch, drains the endpoints (waiting for calls in flight)
+// and stops the Python tool host processes.
 func (s *Service) Stop(ctx context.Context) error {
-	err := s.node.Stop(ctx)
+	return s.stopAll(ctx)
+}
+
+func (s *Service) stopAll(ctx context.Context) error {
+	var errs []error
+	if s.watcher != nil {
+		errs = append(errs, s.watcher.close())
+		s.watcher = nil
+	}
+	for _, sub := range s.subs {
+		_ = sub.Unsubscribe()
+	}
+	s.subs = nil
+	errs = append(errs, s.node.Stop(ctx))
 	s.node = nil
-	return err
+	if s.reg != nil {
+		if snap := s.reg.current(); snap != nil && snap.pool != nil {
+			snap.pool.Close(ctx)
+		}
+	}
+	s.retired.Wait()
+	return errors.Join(errs...)
 }
 
 // Checks implements svc.Checker.

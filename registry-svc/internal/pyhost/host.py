@@ -1,0 +1,509 @@
+"""Mirobody Python tool host (stdlib only).
+
+registry-svc embeds this script and runs it as a pool of processes. Requests
+arrive as JSON lines on fd 3 and replies leave as JSON lines on fd 4, so that
+a tool's print() and logging (stdout/stderr) reach the service log and can
+never corrupt the protocol.
+
+Operations: hello (sent once at start), discover, call, cancel, ping.
+Discovery follows SPEC 2.1, schemas SPEC 2.2, calls SPEC 2.3.
+"""
+
+import asyncio
+import base64
+import collections.abc
+import concurrent.futures
+import contextvars
+import dataclasses
+import datetime
+import decimal
+import enum
+import functools
+import importlib.util
+import inspect
+import json
+import math
+import os
+import re
+import sys
+import threading
+import traceback
+import types
+import typing
+import uuid
+
+MIN_PYTHON = (3, 9)
+
+TOOLS = {}  # name -> Tool
+TASKS = {}  # call id -> asyncio.Task
+
+
+class Tool(object):
+    def __init__(self, name, fn, info):
+        self.name = name
+        self.fn = fn
+        self.info = info
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.takes_user_info = info["takes_user_info"]
+        self.fill_none = info.pop("_fill_none")
+
+
+# ---------------------------------------------------------------- discovery
+
+def discover(dirs):
+    """Imports every tool file of dirs and registers its tools (SPEC 2.1)."""
+    logs = []
+    failed = []
+    found = collections.OrderedDict()
+    for d in reversed(dirs):
+        if d not in sys.path:
+            sys.path.insert(0, d)
+    for di, d in enumerate(dirs):
+        try:
+            names = sorted(os.listdir(d), key=lambda n: n.encode("utf-8", "surrogateescape"))
+        except OSError as e:
+            logs.append(log("warning", "tool folder cannot be read", folder=d, err=str(e)))
+            continue
+        for fname in names:
+            path = os.path.join(d, fname)
+            if not tool_file(fname, path):
+                continue
+            mod = import_file(di, path, logs)
+            if mod is None:
+                failed.append(path)
+                continue
+            for name, fn, owner in module_tools(mod, path, logs):
+                add_tool(found, name, fn, path, owner, logs)
+    TOOLS.clear()
+    TOOLS.update(found)
+    return [t.info for t in found.values()], logs, failed
+
+
+def tool_file(fname, path):
+    if not fname.endswith(".py") or fname.startswith("_"):
+        return False
+    if fname.startswith("test_") or fname.endswith("_test.py"):
+        return False
+    return os.path.isfile(path)
+
+
+def import_file(di, path, logs):
+    stem = os.path.basename(path)[:-3]
+    modname = "mirobody_tools_%d_%s" % (di, re.sub(r"\W", "_", stem))
+    try:
+        spec = importlib.util.spec_from_file_location(modname, path)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[modname] = mod
+        spec.loader.exec_module(mod)
+        return mod
+    except BaseException as e:  # SyntaxError, ImportError, SystemExit...
+        sys.modules.pop(modname, None)
+        tb = traceback.extract_tb(e.__traceback__)
+        where = ""
+        for fr in tb:
+            if fr.filename == path:
+                where = "%s:%d" % (fr.filename, fr.lineno)
+        if isinstance(e, SyntaxError) and e.lineno:
+            where = "%s:%d" % (e.filename or path, e.lineno)
+        logs.append(log("error", "tool module failed to import; it is skipped", file=path,
+                        err="%s: %s" % (type(e).__name__, e), at=where))
+        return None
+
+
+def module_tools(mod, path, logs):
+    """Yields (name, callable, owner) for the tools a module defines."""
+    for name, obj in list(vars(mod).items()):
+        if name.startswith("_"):
+            continue
+        if inspect.isfunction(obj) and obj.__module__ == mod.__name__:
+            yield name, obj, None
+        elif inspect.isclass(obj) and name.endswith("Service") and obj.__module__ == mod.__name__:
+            for item in service_tools(obj, path, logs):
+                yield item
+
+
+def service_tools(cls, path, logs):
+    if getattr(cls, "_enabled", None) is not None:
+        try:
+            ok = getattr(cls, "_enabled")()
+        except Exception as e:
+            logs.append(log("error", "service _enabled() raised; the class is skipped", file=path,
+                            service=cls.__name__, err="%s: %s" % (type(e).__name__, e)))
+            return
+        if not ok:
+            logs.append(log("info", "service disabled by _enabled()", file=path, service=cls.__name__))
+            return
+    try:
+        inst = cls()
+    except Exception as e:
+        logs.append(log("error", "service constructor raised; the class is skipped", file=path,
+                        service=cls.__name__, err="%s: %s" % (type(e).__name__, e)))
+        return
+    for name, raw in list(cls.__dict__.items()):
+        if name.startswith("_"):
+            continue
+        fn = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+        if not inspect.isfunction(fn) or fn.__module__ != cls.__module__:
+            continue
+        yield name, getattr(inst, name), cls.__name__
+
+
+def add_tool(found, name, fn, path, owner, logs):
+    target = fn.__func__ if inspect.ismethod(fn) else fn
+    code = getattr(target, "__code__", None)
+    where = "%s:%d" % (path, code.co_firstlineno if code else 0)
+    if name in found:
+        logs.append(log("warning", "tool name collision; the first one wins", tool=name,
+                        kept=found[name].info["source"], ignored=where))
+        return
+    try:
+        info = describe(name, fn, logs)
+    except Exception as e:
+        logs.append(log("error", "tool schema could not be generated; the tool is skipped", tool=name,
+                        file=path, err="%s: %s" % (type(e).__name__, e)))
+        return
+    info["source"] = where
+    found[name] = Tool(name, fn, info)
+
+
+# ------------------------------------------------------------------ schema
+
+NONE_TYPE = type(None)
+UNION_TYPES = (typing.Union,) + ((types.UnionType,) if hasattr(types, "UnionType") else ())
+SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Returns|Return|Yields|Raises|Examples?|Notes?|Attributes|See Also|Todo|Warnings?)\s*:\s*$")
+ARG_LINE = re.compile(r"^\*{0,2}(\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
+RET_TYPE = re.compile(r"^[A-Za-z_][\w.]*(?:\[[^\]]*\])?\s*:\s+(.*)$")
+
+
+def describe(name, fn, logs):
+    sig = inspect.signature(fn)
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:
+        hints = dict(getattr(fn, "__annotations__", {}) or {})
+    summary, arg_docs, returns = parse_doc(inspect.getdoc(fn) or "")
+    props = collections.OrderedDict()
+    required = []
+    fill_none = []
+    for pname, p in sig.parameters.items():
+        if pname == "user_info" or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        hint = hints.get(pname, p.annotation)
+        optional, hint = strip_optional(hint)
+        schema = type_schema(hint, name, pname, logs)
+        if pname in arg_docs:
+            schema["description"] = arg_docs[pname]
+        if p.default is not p.empty:
+            if p.default is not None:
+                try:
+                    schema["default"] = jsonable(p.default)
+                except Exception:
+                    pass
+        elif optional:
+            fill_none.append(pname)
+        else:
+            required.append(pname)
+        props[pname] = schema
+    input_schema = {"type": "object", "properties": props}
+    if required:
+        input_schema["required"] = required
+    custom = getattr(fn, "input_schema", None)
+    if isinstance(custom, dict):
+        input_schema = custom
+    description = summary
+    if returns:
+        r = returns[0].lower() + returns[1:] if len(returns) > 1 and not returns[1].isupper() else returns
+        if not r.endswith((".", "!", "?")):
+            r += "."
+        description = (description + " " if description else "") + "Returns " + r
+    info = {
+        "name": name,
+        "description": description,
+        "inputSchema": input_schema,
+        "takes_user_info": "user_info" in sig.parameters,
+        "is_async": inspect.iscoroutinefunction(fn),
+        "_fill_none": fill_none,
+    }
+    annotations = getattr(fn, "annotations", None)
+    if isinstance(annotations, dict):
+        info["annotations"] = annotations
+    requires = getattr(fn, "requires_data", None)
+    if isinstance(requires, str) and requires:
+        info["requires_data"] = requires
+    return info
+
+
+def strip_optional(hint):
+    if typing.get_origin(hint) in UNION_TYPES:
+        args = [a for a in typing.get_args(hint) if a is not NONE_TYPE]
+        if len(args) < len(typing.get_args(hint)):
+            if len(args) == 1:
+                return True, args[0]
+            return True, typing.Union[tuple(args)]
+    return False, hint
+
+
+def type_schema(hint, tool, pname, logs):
+    if hint is inspect.Parameter.empty or hint is typing.Any or hint is object:
+        return {}
+    simple = {str: "string", int: "integer", float: "number", bool: "boolean", NONE_TYPE: "null"}
+    if hint in simple:
+        return {"type": simple[hint]}
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if hasattr(typing, "Annotated") and origin is typing.Annotated:
+        return type_schema(args[0], tool, pname, logs)
+    if origin in UNION_TYPES:
+        opt, inner = strip_optional(hint)
+        if opt:
+            return type_schema(inner, tool, pname, logs)
+        return {"anyOf": [type_schema(a, tool, pname, logs) for a in args]}
+    if origin is typing.Literal:
+        values = [jsonable(a) for a in args]
+        out = {"enum": values}
+        kinds = set(type(v) for v in values)
+        if len(kinds) == 1 and next(iter(kinds)) in simple:
+            out = {"type": simple[next(iter(kinds))], "enum": values}
+        return out
+    seq = (list, tuple, set, frozenset, collections.abc.Sequence, collections.abc.Set,
+           collections.abc.Iterable, collections.abc.Collection, collections.abc.MutableSequence)
+    if hint in (list, tuple, set, frozenset, typing.List, typing.Tuple, typing.Set, typing.Sequence):
+        return {"type": "array"}
+    if origin in seq:
+        if origin is tuple and args and (len(args) != 2 or args[1] is not Ellipsis):
+            return {"type": "array", "prefixItems": [type_schema(a, tool, pname, logs) for a in args],
+                    "minItems": len(args), "maxItems": len(args)}
+        if args:
+            return {"type": "array", "items": type_schema(args[0], tool, pname, logs)}
+        return {"type": "array"}
+    if hint in (dict, typing.Dict, typing.Mapping) or origin in (dict, collections.abc.Mapping, collections.abc.MutableMapping):
+        if len(args) == 2 and args[1] is not typing.Any:
+            return {"type": "object", "additionalProperties": type_schema(args[1], tool, pname, logs)}
+        return {"type": "object"}
+    logs.append(log("warning", "unknown parameter type; it is treated as a string", tool=tool,
+                    parameter=pname, type=getattr(hint, "__name__", repr(hint))))
+    return {"type": "string"}
+
+
+def parse_doc(doc):
+    """Returns (first paragraph, {arg: description}, returns text)."""
+    lines = doc.splitlines()
+    summary = []
+    i = 0
+    while i < len(lines) and lines[i].strip() and not SECTION.match(lines[i].strip()):
+        summary.append(lines[i].strip())
+        i += 1
+    args, returns = {}, []
+    section = None
+    base = None
+    current = None
+    for line in lines[i:]:
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        m = SECTION.match(stripped)
+        if m and indent == 0:
+            section, base, current = m.group(1), None, None
+            continue
+        if not stripped:
+            continue
+        if indent == 0:
+            section = None
+            continue
+        if section in ("Args", "Arguments", "Parameters", "Params"):
+            if base is None:
+                base = indent
+            am = ARG_LINE.match(stripped)
+            if indent <= base and am:
+                current = am.group(1)
+                args[current] = am.group(3).strip()
+            elif current is not None:
+                args[current] = (args[current] + " " + stripped).strip()
+        elif section in ("Returns", "Return"):
+            returns.append(stripped)
+    ret = " ".join(returns).strip()
+    m = RET_TYPE.match(ret)
+    if m:
+        ret = m.group(1)
+    return " ".join(summary), args, ret
+
+
+# ----------------------------------------------------------------- results
+
+def jsonable(o, depth=0):
+    """Turns o into JSON-native values; never raises for ordinary objects."""
+    if depth > 64:
+        return str(o)
+    if o is None or isinstance(o, (bool, str)):
+        return o
+    if isinstance(o, int):
+        return int(o)
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, decimal.Decimal):
+        if not o.is_finite():
+            return str(o)
+        return int(o) if o == o.to_integral_value() and abs(o) < 2 ** 63 else float(o)
+    if isinstance(o, (datetime.datetime, datetime.date, datetime.time)):
+        return o.isoformat()
+    if isinstance(o, datetime.timedelta):
+        return o.total_seconds()
+    if isinstance(o, enum.Enum):
+        return jsonable(o.value, depth + 1)
+    if isinstance(o, (bytes, bytearray, memoryview)):
+        b = bytes(o)
+        try:
+            return b.decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(b).decode("ascii")
+    if isinstance(o, uuid.UUID) or isinstance(o, os.PathLike):
+        return str(o)
+    if isinstance(o, collections.abc.Mapping):
+        return {str(k): jsonable(v, depth + 1) for k, v in o.items()}
+    if hasattr(o, "_asdict") and isinstance(o, tuple):
+        return jsonable(o._asdict(), depth + 1)
+    if isinstance(o, (list, tuple)):
+        return [jsonable(v, depth + 1) for v in o]
+    if isinstance(o, (set, frozenset)):
+        items = [jsonable(v, depth + 1) for v in o]
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        return jsonable(dataclasses.asdict(o), depth + 1)
+    for attr in ("model_dump", "to_dict", "dict", "tolist", "item"):
+        m = getattr(o, attr, None)
+        if callable(m):
+            try:
+                return jsonable(m(), depth + 1)
+            except Exception:
+                pass
+    return str(o)
+
+
+def dumps(v):
+    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+
+
+def to_result(name, value):
+    if isinstance(value, str):
+        return {"content": [{"type": "text", "text": value}]}
+    if value is None:
+        return {"content": []}
+    v = jsonable(value)
+    if isinstance(v, dict):
+        if v.get("success") is False and "error" in v:
+            err = v["error"]
+            return {"content": [{"type": "text", "text": err if isinstance(err, str) else dumps(err)}], "isError": True}
+        return {"content": [{"type": "text", "text": dumps(v)}], "structuredContent": v}
+    if isinstance(v, list):
+        return {"content": [{"type": "text", "text": dumps(v)}], "structuredContent": {"result": v}}
+    if isinstance(v, str):
+        return {"content": [{"type": "text", "text": v}]}
+    return {"content": [{"type": "text", "text": dumps(v)}]}
+
+
+# ------------------------------------------------------------------- calls
+
+class Host(object):
+    def __init__(self, rfd, wfd):
+        self.rf = os.fdopen(rfd, "rb", buffering=0)
+        self.wf = os.fdopen(wfd, "wb", buffering=0)
+        self.wlock = threading.Lock()
+        self.loop = asyncio.new_event_loop()
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="tool")
+
+    def send(self, msg):
+        data = (dumps(msg) + "\n").encode("utf-8")
+        with self.wlock:
+            self.wf.write(data)
+
+    def read_loop(self):
+        while True:
+            line = self.rf.readline()
+            if not line:
+                break
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                sys.stderr.write("tool host: bad request line\n")
+                continue
+            self.loop.call_soon_threadsafe(self.dispatch, msg)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+    def dispatch(self, msg):
+        op = msg.get("op")
+        mid = msg.get("id")
+        if op == "ping":
+            self.send({"id": mid, "pong": True})
+        elif op == "discover":
+            self.loop.create_task(self.discover(mid, msg.get("dirs") or []))
+        elif op == "call":
+            TASKS[mid] = self.loop.create_task(self.call(mid, msg))
+        elif op == "cancel":
+            t = TASKS.get(mid)
+            if t is not None:
+                t.cancel()
+
+    async def discover(self, mid, dirs):
+        # Importing runs module code, which may block: keep the loop free.
+        try:
+            tools, logs, failed = await self.loop.run_in_executor(self.pool, discover, dirs)
+            self.send({"id": mid, "tools": tools, "logs": logs, "failed": failed})
+        except BaseException as e:
+            self.send({"id": mid, "error": "%s: %s" % (type(e).__name__, e)})
+
+    async def call(self, mid, msg):
+        name = msg.get("name")
+        try:
+            tool = TOOLS.get(name)
+            if tool is None:
+                self.send({"id": mid, "error": "unknown tool %s" % name})
+                return
+            kwargs = dict(msg.get("args") or {})
+            for p in tool.fill_none:
+                kwargs.setdefault(p, None)
+            if tool.takes_user_info:
+                kwargs["user_info"] = msg.get("user_info")
+            if tool.is_async:
+                value = await tool.fn(**kwargs)
+            else:
+                ctx = contextvars.copy_context()
+                value = await self.loop.run_in_executor(self.pool, functools.partial(ctx.run, tool.fn, **kwargs))
+            if inspect.isawaitable(value):
+                value = await value
+            self.send({"id": mid, "result": to_result(name, value)})
+        except asyncio.CancelledError:
+            self.send({"id": mid, "cancelled": True})
+        except BaseException as e:
+            text = "%s failed: %s: %s" % (name, type(e).__name__, e)
+            self.send({"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},
+                       "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))})
+        finally:
+            TASKS.pop(mid, None)
+
+    def run(self):
+        asyncio.set_event_loop(self.loop)
+        threading.Thread(target=self.read_loop, name="reader", daemon=True).start()
+        self.send({"op": "hello", "python": "%d.%d.%d" % sys.version_info[:3], "pid": os.getpid()})
+        self.loop.run_forever()
+
+
+def log(level, msg, **attrs):
+    return {"level": level, "msg": msg, "attrs": attrs}
+
+
+def main():
+    if sys.version_info < MIN_PYTHON:
+        sys.stderr.write("the Mirobody tool host needs Python %d.%d or newer, not %s\n"
+                         % (MIN_PYTHON + (sys.version.split()[0],)))
+        sys.exit(3)
+    Host(3, 4).run()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Threads of sync tools that never returned must not keep us alive.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

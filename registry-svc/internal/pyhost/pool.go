@@ -1,0 +1,413 @@
+// Package pyhost runs the Python tool host: a stdlib-only script (host.py,
+// embedded) started as a pool of processes that discover tools in folders
+// (SPEC §2.1, §2.2) and run calls (§2.3). Requests and replies are JSON
+// lines on a dedicated pipe pair (fd 3 and 4), so a tool's print() and
+// logging end up in the log, never in the protocol.
+package pyhost
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// ErrClosed is returned by Call on a pool that is closing; the call was not
+// sent to any host, so it is safe to send it elsewhere.
+var ErrClosed = wire.Errorf(wire.Unavailable, "the Python tool host is shutting down")
+
+//go:embed host.py
+var script []byte
+
+// MinPython is the oldest supported Python version.
+var MinPython = [2]int{3, 9}
+
+// ToolInfo is one discovered Python tool.
+type ToolInfo struct {
+	Name          string          `json:"name"`
+	Description   string          `json:"description"`
+	InputSchema   json.RawMessage `json:"inputSchema"`
+	Annotations   json.RawMessage `json:"annotations,omitempty"`
+	RequiresData  string          `json:"requires_data,omitempty"`
+	TakesUserInfo bool            `json:"takes_user_info"`
+	IsAsync       bool            `json:"is_async"`
+	// Source is "<file>:<line>" of the function.
+	Source string `json:"source"`
+}
+
+// Discovery is what a host found in the tool folders.
+type Discovery struct {
+	// Tools are the registered tools, first-wins applied across and within
+	// the folders.
+	Tools []ToolInfo
+	// Failed are the files that could not be imported (already logged).
+	Failed []string
+}
+
+// Options configures a Pool.
+type Options struct {
+	// Python is the interpreter; see Interpreter.
+	Python string
+	// Workers is the number of host processes; at least 1.
+	Workers int
+	// Dirs are the tool folders, in priority order.
+	Dirs []string
+	// Log receives host output, discovery problems and restarts. Required.
+	Log *slog.Logger
+	// Heartbeat is the interval of liveness pings; zero means 2 s.
+	Heartbeat time.Duration
+	// HangTimeout is how long a host may leave pings unanswered before it is
+	// considered hung and replaced; zero means 10 s.
+	HangTimeout time.Duration
+	// StartTimeout bounds spawning plus discovery of one host; zero means 60 s.
+	StartTimeout time.Duration
+}
+
+// Pool is a set of host processes serving calls concurrently. Every process
+// imports every tool module; a call goes to the least busy ready process.
+type Pool struct {
+	opts     Options
+	log      *slog.Logger
+	slots    []*slot
+	mu       sync.Mutex
+	ready    chan struct{} // closed and replaced whenever a slot becomes ready
+	closing  atomic.Bool
+	stopped  chan struct{}
+	wg       sync.WaitGroup
+	restarts atomic.Int64
+	calls    int           // calls in flight, under mu
+	idle     chan struct{} // closed when calls drops to zero while closing
+}
+
+type slot struct {
+	idx int
+	cur atomic.Pointer[worker]
+}
+
+// Interpreter returns the interpreter to run (SPEC §2.3): configured when
+// set, else /usr/bin/python3 when it exists, else python3 on PATH.
+func Interpreter(configured string) string {
+	if configured != "" {
+		return configured
+	}
+	if st, err := os.Stat("/usr/bin/python3"); err == nil && !st.IsDir() {
+		return "/usr/bin/python3"
+	}
+	return "python3"
+}
+
+// CheckVersion runs python and fails with a clear message unless it is a
+// Python of at least MinPython.
+func CheckVersion(ctx context.Context, python string) error {
+	out, err := exec.CommandContext(ctx, python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])").Output()
+	if err != nil {
+		return fmt.Errorf("running the Python interpreter %q (set PYTHON): %w", python, err)
+	}
+	v := strings.TrimSpace(string(out))
+	major, minor, ok := strings.Cut(v, ".")
+	ma, err1 := strconv.Atoi(major)
+	mi, err2 := strconv.Atoi(minor)
+	if !ok || err1 != nil || err2 != nil {
+		return fmt.Errorf("python interpreter %q reported version %q; the tool host needs Python %d.%d or newer", python, v, MinPython[0], MinPython[1])
+	}
+	if ma < MinPython[0] || (ma == MinPython[0] && mi < MinPython[1]) {
+		return fmt.Errorf("python interpreter %q is Python %s; the tool host needs Python %d.%d or newer (set PYTHON)", python, v, MinPython[0], MinPython[1])
+	}
+	return nil
+}
+
+// Start checks the interpreter, starts opts.Workers hosts, discovers the
+// tools in opts.Dirs and returns them. Modules that fail to import are
+// logged and skipped; an error means no host could start.
+func Start(ctx context.Context, opts Options) (*Pool, *Discovery, error) {
+	if opts.Workers < 1 {
+		opts.Workers = 1
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = 2 * time.Second
+	}
+	if opts.HangTimeout <= 0 {
+		opts.HangTimeout = 10 * time.Second
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	opts.Python = Interpreter(opts.Python)
+	if err := CheckVersion(ctx, opts.Python); err != nil {
+		return nil, nil, err
+	}
+	p := &Pool{opts: opts, log: opts.Log.With("component", "pyhost"), ready: make(chan struct{}), stopped: make(chan struct{})}
+	type first struct {
+		found *Discovery
+		err   error
+	}
+	results := make([]first, opts.Workers)
+	var wg sync.WaitGroup
+	for i := range opts.Workers {
+		s := &slot{idx: i}
+		p.slots = append(p.slots, s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, found, err := p.launch(ctx, s, i == 0)
+			results[i] = first{found, err}
+			if err == nil {
+				p.wg.Add(1)
+				go p.supervise(s, w)
+			}
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for _, r := range results {
+		errs = append(errs, r.err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		p.Close(context.Background())
+		return nil, nil, err
+	}
+	return p, results[0].found, nil
+}
+
+// launch spawns a host for s and runs discovery in it; report logs the
+// discovery problems (once per pool, not once per worker).
+func (p *Pool) launch(ctx context.Context, s *slot, report bool) (*worker, *Discovery, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
+	defer cancel()
+	w, err := spawn(ctx, p.opts.Python, script, p.log.With("worker", s.idx))
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := w.request(ctx, &message{Op: "discover", Dirs: p.opts.Dirs}, false)
+	if err == nil && r.Error != "" {
+		err = errors.New(r.Error)
+	}
+	if err != nil {
+		w.kill()
+		return nil, nil, fmt.Errorf("discovering Python tools: %w", err)
+	}
+	if report {
+		for _, l := range r.Logs {
+			p.logHost(l)
+		}
+	}
+	s.cur.Store(w)
+	p.signalReady()
+	return w, &Discovery{Tools: r.Tools, Failed: r.Failed}, nil
+}
+
+func (p *Pool) logHost(l hostLog) {
+	level := slog.LevelInfo
+	switch l.Level {
+	case "warning":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	attrs := make([]any, 0, 2*len(l.Attrs))
+	for k, v := range l.Attrs {
+		attrs = append(attrs, k, v)
+	}
+	p.log.Log(context.Background(), level, l.Msg, attrs...)
+}
+
+func (p *Pool) signalReady() {
+	p.mu.Lock()
+	close(p.ready)
+	p.ready = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// supervise watches w (heartbeats, exit) and replaces it with backoff until
+// the pool closes.
+func (p *Pool) supervise(s *slot, w *worker) {
+	defer p.wg.Done()
+	backoff := 100 * time.Millisecond
+	for {
+		started := time.Now()
+		p.watch(s, w)
+		s.cur.CompareAndSwap(w, nil)
+		if p.closing.Load() {
+			return
+		}
+		p.restarts.Add(1)
+		if time.Since(started) > time.Minute {
+			backoff = 100 * time.Millisecond
+		}
+		for {
+			p.log.Warn("python tool host stopped; replacing it", "worker", s.idx, "err", w.err, "backoff_ms", backoff.Milliseconds())
+			select {
+			case <-time.After(backoff):
+			case <-p.stopped:
+				return
+			}
+			backoff = min(backoff*2, 10*time.Second)
+			nw, _, err := p.launch(context.Background(), s, false)
+			if p.closing.Load() {
+				if nw != nil {
+					nw.stop(time.Second)
+				}
+				return
+			}
+			if err == nil {
+				w = nw
+				p.log.Info("python tool host replaced", "worker", s.idx)
+				break
+			}
+			w = &worker{err: err}
+		}
+	}
+}
+
+// watch returns when w has exited, killing it first when it stops
+// answering heartbeats (a blocked event loop).
+func (p *Pool) watch(s *slot, w *worker) {
+	t := time.NewTicker(p.opts.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.done:
+			return
+		case <-p.stopped:
+			<-w.done
+			return
+		case <-t.C:
+			if time.Since(time.Unix(0, w.pong.Load())) > p.opts.HangTimeout {
+				p.log.Error("python tool host is hung; killing it", "pid", w.cmd.Process.Pid)
+				s.cur.CompareAndSwap(w, nil)
+				w.kill()
+				continue
+			}
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), p.opts.HangTimeout)
+				defer cancel()
+				_, _ = w.request(ctx, &message{Op: "ping"}, false)
+			}()
+		}
+	}
+}
+
+// Restarts returns how many times a host process was replaced.
+func (p *Pool) Restarts() int64 { return p.restarts.Load() }
+
+// pick returns the least busy ready worker, waiting for one until ctx ends.
+func (p *Pool) pick(ctx context.Context) (*worker, error) {
+	for {
+		if p.closing.Load() {
+			return nil, ErrClosed
+		}
+		p.mu.Lock()
+		ready := p.ready
+		p.mu.Unlock()
+		var best *worker
+		for _, s := range p.slots {
+			if w := s.cur.Load(); w != nil && w.alive() && (best == nil || w.busy.Load() < best.busy.Load()) {
+				best = w
+			}
+		}
+		if best != nil {
+			return best, nil
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, wire.Errorf(wire.Unavailable, "no Python tool host is ready")
+		}
+	}
+}
+
+// Call runs tool name with args (a validated JSON object) and userInfo (nil
+// unless the tool takes it). A tool's own failure is a result with IsError.
+// Errors: unavailable when the host died during the call or none is ready;
+// ctx's error when ctx ended first (the host is asked to cancel the call).
+func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, userInfo any) (*registry.CallResponse, error) {
+	if !p.enter() {
+		return nil, ErrClosed
+	}
+	defer p.leave()
+	w, err := p.pick(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	w.busy.Add(1)
+	defer w.busy.Add(-1)
+	r, err := w.request(ctx, &message{Op: "call", Name: name, Args: args, User: userInfo}, true)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case r.Error != "":
+		return nil, wire.Errorf(wire.NotFound, "python tool host: %s", r.Error)
+	case r.Result == nil:
+		return nil, wire.Errorf(wire.Unavailable, "python tool host cancelled the call")
+	}
+	if r.Traceback != "" {
+		w.log.Warn("python tool raised", "tool", name, "traceback", r.Traceback)
+	}
+	if r.Result.Content == nil {
+		r.Result.Content = []json.RawMessage{}
+	}
+	return r.Result, nil
+}
+
+// Close stops taking calls, waits for the calls in flight until ctx ends,
+// then stops every host process (killing those that do not exit).
+func (p *Pool) Close(ctx context.Context) {
+	p.mu.Lock()
+	if p.closing.Swap(true) {
+		p.mu.Unlock()
+		return
+	}
+	idle := make(chan struct{})
+	if p.calls == 0 {
+		close(idle)
+	}
+	p.idle = idle
+	p.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
+	close(p.stopped)
+	for _, s := range p.slots {
+		if w := s.cur.Swap(nil); w != nil {
+			w.stop(2 * time.Second)
+		}
+	}
+	p.wg.Wait()
+}
+
+func (p *Pool) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing.Load() {
+		return false
+	}
+	p.calls++
+	return true
+}
+
+func (p *Pool) leave() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls--
+	if p.calls == 0 && p.idle != nil {
+		close(p.idle)
+		p.idle = nil
+	}
+}

@@ -1,0 +1,250 @@
+package pyhost
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// message is one JSON line in either direction.
+type message struct {
+	ID     int64           `json:"id,omitempty"`
+	Op     string          `json:"op,omitempty"`
+	Dirs   []string        `json:"dirs,omitempty"`
+	Name   string          `json:"name,omitempty"`
+	Args   json.RawMessage `json:"args,omitempty"`
+	User   any             `json:"user_info,omitempty"`
+	Python string          `json:"python,omitempty"`
+	PID    int             `json:"pid,omitempty"`
+
+	Tools     []ToolInfo             `json:"tools,omitempty"`
+	Logs      []hostLog              `json:"logs,omitempty"`
+	Failed    []string               `json:"failed,omitempty"`
+	Result    *registry.CallResponse `json:"result,omitempty"`
+	Error     string                 `json:"error,omitempty"`
+	Traceback string                 `json:"traceback,omitempty"`
+	Cancelled bool                   `json:"cancelled,omitempty"`
+	Pong      bool                   `json:"pong,omitempty"`
+	died      error
+}
+
+// hostLog is a log line the host reports with a reply (discovery problems).
+type hostLog struct {
+	Level string         `json:"level"`
+	Msg   string         `json:"msg"`
+	Attrs map[string]any `json:"attrs"`
+}
+
+// errHostStopped is what calls in flight get when their host goes away.
+var errHostStopped = wire.Errorf(wire.Unavailable, "the Python tool host stopped during the call")
+
+// worker is one running host process.
+type worker struct {
+	log     *slog.Logger
+	cmd     *exec.Cmd
+	in      *os.File // our end of the host's fd 3
+	out     *os.File // our end of the host's fd 4
+	wmu     sync.Mutex
+	mu      sync.Mutex
+	pending map[int64]chan *message
+	err     error // set once the worker is dead
+	nextID  atomic.Int64
+	busy    atomic.Int64
+	pong    atomic.Int64 // unix nanos of the last heartbeat reply
+	done    chan struct{}
+	hello   chan *message
+	output  sync.WaitGroup
+}
+
+// spawn starts one host process and waits for its hello.
+func spawn(ctx context.Context, python string, script []byte, log *slog.Logger) (*worker, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("creating the request pipe: %w", err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("creating the reply pipe: %w", err)
+	}
+	// -u: unbuffered print() lines reach the log at once; -B: no __pycache__
+	// in tool folders (it would wake the hot-reload watch).
+	cmd := exec.Command(python, "-u", "-B", "-c", string(script))
+	cmd.ExtraFiles = []*os.File{inR, outW}
+	isolate(cmd)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("piping host stdout: %w", err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, fmt.Errorf("piping host stderr: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		inR.Close()
+		inW.Close()
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("starting Python tool host %s: %w", python, err)
+	}
+	inR.Close()
+	outW.Close()
+	w := &worker{
+		log: log.With("pid", cmd.Process.Pid), cmd: cmd, in: inW, out: outR,
+		pending: map[int64]chan *message{}, done: make(chan struct{}), hello: make(chan *message, 1),
+	}
+	w.pong.Store(time.Now().UnixNano())
+	w.output.Add(2)
+	go w.copyOutput(stdout, "stdout")
+	go w.copyOutput(stderr, "stderr")
+	go w.readLoop()
+	select {
+	case h := <-w.hello:
+		w.log = w.log.With("python", h.Python)
+		return w, nil
+	case <-w.done:
+		return nil, fmt.Errorf("python tool host exited at start: %w", w.err)
+	case <-ctx.Done():
+		w.kill()
+		return nil, fmt.Errorf("waiting for the Python tool host: %w", ctx.Err())
+	}
+}
+
+// copyOutput turns the host's stdout/stderr (tools' print() and logging)
+// into log lines.
+func (w *worker) copyOutput(r io.Reader, stream string) {
+	defer w.output.Done()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		w.log.Info("tool host output", "stream", stream, "line", sc.Text())
+	}
+}
+
+func (w *worker) readLoop() {
+	sc := bufio.NewScanner(w.out)
+	sc.Buffer(make([]byte, 256*1024), 64<<20)
+	for sc.Scan() {
+		var m message
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			w.log.Error("tool host sent a bad protocol line", "err", err)
+			continue
+		}
+		if m.Op == "hello" {
+			w.hello <- &m
+			continue
+		}
+		if m.Pong {
+			w.pong.Store(time.Now().UnixNano())
+		}
+		w.mu.Lock()
+		ch := w.pending[m.ID]
+		delete(w.pending, m.ID)
+		w.mu.Unlock()
+		if ch != nil {
+			ch <- &m
+		}
+	}
+	w.output.Wait()
+	err := w.cmd.Wait()
+	if err == nil {
+		err = errors.New("exited")
+	}
+	w.out.Close()
+	w.mu.Lock()
+	w.err = err
+	for id, ch := range w.pending {
+		ch <- &message{ID: id, died: errHostStopped}
+		delete(w.pending, id)
+	}
+	w.mu.Unlock()
+	close(w.done)
+}
+
+// request sends m with a fresh id and waits for its reply or ctx. When ctx
+// ends first, cancel (if set) is sent to the host.
+func (w *worker) request(ctx context.Context, m *message, cancel bool) (*message, error) {
+	m.ID = w.nextID.Add(1)
+	ch := make(chan *message, 1)
+	w.mu.Lock()
+	if w.err != nil {
+		w.mu.Unlock()
+		return nil, errHostStopped
+	}
+	w.pending[m.ID] = ch
+	w.mu.Unlock()
+	if err := w.send(m); err != nil {
+		w.forget(m.ID)
+		return nil, errHostStopped
+	}
+	select {
+	case r := <-ch:
+		if r.died != nil {
+			return nil, r.died
+		}
+		return r, nil
+	case <-ctx.Done():
+		w.forget(m.ID)
+		if cancel {
+			_ = w.send(&message{ID: m.ID, Op: "cancel"})
+		}
+		return nil, ctx.Err()
+	}
+}
+
+func (w *worker) forget(id int64) {
+	w.mu.Lock()
+	delete(w.pending, id)
+	w.mu.Unlock()
+}
+
+func (w *worker) send(m *message) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encoding host request: %w", err)
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	_, err = w.in.Write(append(b, '\n'))
+	return err
+}
+
+// stop closes the request pipe, which makes the host exit, and kills it if
+// it has not exited within grace.
+func (w *worker) stop(grace time.Duration) {
+	w.wmu.Lock()
+	w.in.Close()
+	w.wmu.Unlock()
+	select {
+	case <-w.done:
+	case <-time.After(grace):
+		w.kill()
+		<-w.done
+	}
+}
+
+// kill ends the host and its subprocesses at once.
+func (w *worker) kill() { killGroup(w.cmd) }
+
+// alive reports whether the host process has not exited yet.
+func (w *worker) alive() bool {
+	select {
+	case <-w.done:
+		return false
+	default:
+		return true
+	}
+}

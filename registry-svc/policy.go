@@ -1,0 +1,109 @@
+package registrysvc
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs"
+)
+
+// decision is what the policy says about one tool for one caller.
+type decision int
+
+const (
+	// visible: listed and callable.
+	visible decision = iota
+	// hidden: neither listed nor callable (§8 visibility); a call is not_found.
+	hidden
+	// noData: not listed for this account (§3.1); a call returns a result
+	// explaining that no data exists.
+	noData
+)
+
+// Visibility holds the per-agent allow and deny lists (SPEC §8).
+type Visibility struct {
+	Allowed    map[string][]string // agent name -> whitelist
+	Disallowed map[string][]string // agent name -> blacklist
+}
+
+// policy decides list and call alike, so a tool that is not listed cannot
+// be called.
+type policy struct {
+	vis   Visibility
+	kinds *kindsCache
+}
+
+// decide applies the agent's whitelist, then its blacklist (which always
+// wins), then data gating for authenticated callers. kinds is the caller's
+// data kinds, or nil when unknown (anonymous, or the probe failed).
+func (p *policy) decide(c registry.Caller, name, requires string, kinds map[string]bool) decision {
+	if c.Agent != registry.AgentNone {
+		if allow := p.vis.Allowed[c.Agent]; len(allow) > 0 && !slices.Contains(allow, name) {
+			return hidden
+		}
+		if slices.Contains(p.vis.Disallowed[c.Agent], name) {
+			return hidden
+		}
+	}
+	if requires != "" && kinds != nil && !kinds[requires] {
+		return noData
+	}
+	return visible
+}
+
+// kindsCache remembers which data kinds each account holds, until
+// events.data.changed.<account> says otherwise.
+type kindsCache struct {
+	data    *vfs.Data
+	log     *slog.Logger
+	timeout time.Duration
+	mu      sync.Mutex
+	byAcct  map[string]map[string]bool
+	gen     map[string]uint64 // bumped on invalidation, so a slow probe cannot store stale data
+}
+
+func newKindsCache(data *vfs.Data, log *slog.Logger) *kindsCache {
+	return &kindsCache{data: data, log: log, timeout: 2 * time.Second,
+		byAcct: map[string]map[string]bool{}, gen: map[string]uint64{}}
+}
+
+// get returns the account's data kinds, or nil when they cannot be known
+// (the caller then lists gated tools, as §3.1 asks).
+func (k *kindsCache) get(ctx context.Context, account string) map[string]bool {
+	k.mu.Lock()
+	set, ok := k.byAcct[account]
+	gen := k.gen[account]
+	k.mu.Unlock()
+	if ok {
+		return set
+	}
+	ctx, cancel := context.WithTimeout(ctx, k.timeout)
+	defer cancel()
+	resp, err := k.data.Kinds(ctx, &vfs.DataKindsRequest{AccountID: account})
+	if err != nil {
+		k.log.WarnContext(ctx, "data kinds probe failed; gated tools stay listed", "account", account, "err", err)
+		return nil
+	}
+	set = make(map[string]bool, len(resp.Kinds))
+	for _, kind := range resp.Kinds {
+		set[kind] = true
+	}
+	k.mu.Lock()
+	if k.gen[account] == gen {
+		k.byAcct[account] = set
+	}
+	k.mu.Unlock()
+	return set
+}
+
+// invalidate forgets what the cache knows about account.
+func (k *kindsCache) invalidate(account string) {
+	k.mu.Lock()
+	delete(k.byAcct, account)
+	k.gen[account]++
+	k.mu.Unlock()
+}

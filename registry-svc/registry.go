@@ -1,0 +1,250 @@
+package registrysvc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mirobody/mirobody-go/registry-svc/internal/builtin"
+	"github.com/mirobody/mirobody-go/registry-svc/internal/pyhost"
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// BuiltinDir is the reserved MCP_TOOL_DIRS entry for the Go built-ins.
+const BuiltinDir = "builtin"
+
+// entry is one registered tool.
+type entry struct {
+	tool    registry.Tool
+	valid   *validator
+	builtin *builtin.Tool // nil for Python tools
+}
+
+// snapshot is one immutable tool set; a reload builds a new one and swaps it.
+type snapshot struct {
+	byName   map[string]*entry
+	sorted   []*entry
+	pool     *pyhost.Pool // nil when no Python folder is configured
+	failed   []string     // Python files that failed to import
+	revision string
+}
+
+// buildSnapshot merges the built-ins and the discovered Python tools in
+// MCP_TOOL_DIRS order: the first folder wins a name, and every loser is
+// logged with both locations (SPEC §2.1 rule 7). pyDirs are the absolute
+// Python folders in the order given to the host.
+func buildSnapshot(dirs []string, builtins []*builtin.Tool, pyTools []pyhost.ToolInfo, pool *pyhost.Pool, log *slog.Logger) *snapshot {
+	s := &snapshot{byName: map[string]*entry{}, pool: pool}
+	add := func(e *entry) {
+		if prev, ok := s.byName[e.tool.Name]; ok {
+			log.Warn("tool name collision; the first one wins", "tool", e.tool.Name, "kept", prev.tool.Source, "ignored", e.tool.Source)
+			return
+		}
+		v, err := newValidator(e.tool.Name, e.tool.InputSchema)
+		if err != nil {
+			log.Error("tool has an invalid input schema; it is skipped", "tool", e.tool.Name, "source", e.tool.Source, "err", err)
+			return
+		}
+		e.valid = v
+		s.byName[e.tool.Name] = e
+	}
+	for _, d := range dirs {
+		if d == BuiltinDir {
+			for _, b := range builtins {
+				add(&entry{builtin: b, tool: registry.Tool{Name: b.Name, Description: b.Description, InputSchema: b.InputSchema,
+					Annotations: b.Annotations, RequiresData: b.RequiresData, TakesUserInfo: b.TakesUserInfo, Source: BuiltinDir}})
+			}
+			continue
+		}
+		for _, t := range pyTools {
+			if file, _, _ := strings.Cut(t.Source, ".py:"); filepath.Dir(file) != d {
+				continue
+			}
+			add(&entry{tool: registry.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
+				Annotations: t.Annotations, RequiresData: t.RequiresData, TakesUserInfo: t.TakesUserInfo, Source: t.Source}})
+		}
+	}
+	h := sha256.New()
+	for _, e := range s.byName {
+		s.sorted = append(s.sorted, e)
+	}
+	sort.Slice(s.sorted, func(i, j int) bool { return s.sorted[i].tool.Name < s.sorted[j].tool.Name })
+	for _, e := range s.sorted {
+		b, _ := json.Marshal(e.tool)
+		h.Write(b)
+	}
+	s.revision = hex.EncodeToString(h.Sum(nil))[:16]
+	return s
+}
+
+// Registry answers list and call over one swappable snapshot.
+type Registry struct {
+	log      *slog.Logger
+	policy   *policy
+	deps     *builtin.Deps
+	timeout  time.Duration
+	mu       sync.RWMutex
+	snap     *snapshot
+	cancelMu sync.Mutex
+	cancels  map[string]context.CancelCauseFunc
+}
+
+// errCancelled is the cause of a call cancelled through registry.calls.cancel.
+var errCancelled = errors.New("cancelled by the caller")
+
+func (r *Registry) current() *snapshot {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.snap
+}
+
+// swap installs s and returns the previous snapshot.
+func (r *Registry) swap(s *snapshot) *snapshot {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	old := r.snap
+	r.snap = s
+	return old
+}
+
+// List returns the tools visible to the caller, sorted by name.
+func (r *Registry) List(ctx context.Context, req *registry.ListRequest) (*registry.ListResponse, error) {
+	s := r.current()
+	kinds := r.callerKinds(ctx, req.Caller, s.sorted)
+	out := make([]registry.Tool, 0, len(s.sorted))
+	for _, e := range s.sorted {
+		if r.policy.decide(req.Caller, e.tool.Name, e.tool.RequiresData, kinds) == visible {
+			out = append(out, e.tool)
+		}
+	}
+	return &registry.ListResponse{Tools: out, Revision: s.revision}, nil
+}
+
+// callerKinds probes the account's data kinds when any tool is gated.
+func (r *Registry) callerKinds(ctx context.Context, c registry.Caller, tools []*entry) map[string]bool {
+	if c.Anonymous() {
+		return nil
+	}
+	for _, e := range tools {
+		if e.tool.RequiresData != "" {
+			return r.policy.kinds.get(ctx, c.AccountID)
+		}
+	}
+	return nil
+}
+
+// Call validates and runs one tool for the caller.
+func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*registry.CallResponse, error) {
+	s := r.current()
+	e, ok := s.byName[req.Name]
+	if !ok {
+		return nil, wire.Errorf(wire.NotFound, "unknown tool %q", req.Name)
+	}
+	var kinds map[string]bool
+	if e.tool.RequiresData != "" {
+		kinds = r.callerKinds(ctx, req.Caller, []*entry{e})
+	}
+	d := r.policy.decide(req.Caller, e.tool.Name, e.tool.RequiresData, kinds)
+	if d == hidden {
+		return nil, wire.Errorf(wire.NotFound, "unknown tool %q", req.Name)
+	}
+	if req.Caller.Anonymous() && (e.tool.TakesUserInfo || e.tool.RequiresData != "") {
+		return nil, wire.Errorf(wire.Unauthenticated, "tool %s needs an authenticated caller", req.Name)
+	}
+	args, err := e.valid.check(req.Name, req.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	if d == noData {
+		return textResult(fmt.Sprintf("No %s data exists for this account yet, so %s has nothing to return. "+
+			"Import %s data first (upload an export file in the Mirobody web app or through the data import API), then try again.",
+			e.tool.RequiresData, req.Name, e.tool.RequiresData), false), nil
+	}
+	user := builtin.UserInfo{Success: true, UserID: req.Caller.AccountID, SessionID: req.Caller.SessionID}
+
+	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout, context.DeadlineExceeded)
+	defer cancel()
+	ctx, cancelCall := context.WithCancelCause(ctx)
+	defer cancelCall(nil)
+	if req.CallID != "" {
+		r.track(req.CallID, cancelCall)
+		defer r.untrack(req.CallID)
+	}
+
+	start := time.Now()
+	var resp *registry.CallResponse
+	if e.builtin != nil {
+		breq := &builtin.Request{Args: args, Deps: r.deps}
+		if e.tool.TakesUserInfo {
+			breq.User = user
+		}
+		v, cerr := e.builtin.Call(ctx, breq)
+		resp, err = builtinResult(req.Name, v, cerr)
+		if err != nil && resp != nil {
+			r.log.ErrorContext(ctx, "built-in tool failed", "tool", req.Name, "err", err)
+			err = nil
+		}
+	} else {
+		var ui any
+		if e.tool.TakesUserInfo {
+			ui = user
+		}
+		resp, err = r.callPython(ctx, s, req.Name, args, ui)
+	}
+	if ctx.Err() != nil && (err != nil || e.builtin != nil) {
+		if errors.Is(context.Cause(ctx), errCancelled) {
+			return textResult(fmt.Sprintf("%s was cancelled", req.Name), true), nil
+		}
+		r.log.WarnContext(ctx, "tool call timed out", "tool", req.Name, "duration_ms", time.Since(start).Milliseconds())
+		return textResult(fmt.Sprintf("%s timed out after %s", req.Name, time.Since(start).Round(time.Millisecond)), true), nil
+	}
+	return resp, err
+}
+
+// callPython runs a Python tool. A snapshot retired by a reload between the
+// lookup and the call answers unavailable; the call then goes to the current
+// snapshot's pool, once.
+func (r *Registry) callPython(ctx context.Context, s *snapshot, name string, args json.RawMessage, ui any) (*registry.CallResponse, error) {
+	if s.pool == nil {
+		return nil, wire.Errorf(wire.Unavailable, "no Python tool host is running")
+	}
+	resp, err := s.pool.Call(ctx, name, args, ui)
+	if cur := r.current(); err == pyhost.ErrClosed && cur != s && cur.pool != nil {
+		if _, ok := cur.byName[name]; ok {
+			return cur.pool.Call(ctx, name, args, ui)
+		}
+	}
+	return resp, err
+}
+
+func (r *Registry) track(id string, cancel context.CancelCauseFunc) {
+	r.cancelMu.Lock()
+	r.cancels[id] = cancel
+	r.cancelMu.Unlock()
+}
+
+func (r *Registry) untrack(id string) {
+	r.cancelMu.Lock()
+	delete(r.cancels, id)
+	r.cancelMu.Unlock()
+}
+
+// cancelCall cancels the call with id, if this replica runs it.
+func (r *Registry) cancelCall(id string) {
+	r.cancelMu.Lock()
+	cancel := r.cancels[id]
+	r.cancelMu.Unlock()
+	if cancel != nil {
+		cancel(errCancelled)
+	}
+}

@@ -1,0 +1,1 @@
+def init_tool() -> str: return "never"

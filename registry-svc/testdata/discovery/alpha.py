@@ -1,0 +1,3 @@
+def collide() -> str:
+    """From alpha."""
+    return "alpha"

@@ -1,0 +1,1 @@
+def sub_tool() -> str: return "never"

@@ -1,0 +1,1 @@
+def test_prefixed_tool() -> str: return "never"

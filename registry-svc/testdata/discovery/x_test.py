@@ -1,0 +1,1 @@
+def test_suffixed_tool() -> str: return "never"
