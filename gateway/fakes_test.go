@@ -1,0 +1,268 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Test API keys understood by the fake vfs keys endpoint.
+const (
+	keyGood    = "mb_good"
+	keyOther   = "mb_other"
+	keyNoScope = "mb_noscope"
+	acctGood   = "acct-1"
+	acctOther  = "acct-2"
+	testSecret = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // base64 of 32 bytes
+)
+
+// fakes is a stand-in registry-svc and vfs keys endpoint on real NATS: the
+// gateway's protocol layer is tested on its own, the full stack in
+// services/stack.
+type fakes struct {
+	url     string
+	nc      *nats.Conn
+	mu      sync.Mutex
+	cancels []registry.CancelEvent
+	calls   []registry.CallRequest
+	// started receives the CallID of every "block" call once it runs.
+	started chan string
+	// cancelled receives every CancelEvent published.
+	cancelled chan registry.CancelEvent
+}
+
+// fakeTools is the fake registry's tool set. "whoami" takes user_info, so
+// it needs a caller; "private" is listed for signed-in callers only.
+var fakeTools = []registry.Tool{
+	{Name: "block", Description: "waits for its cancellation", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	{Name: "echo", Description: "echoes text", InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)},
+	{Name: "progress", Description: "reports progress twice", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	{Name: "whoami", Description: "names the caller", InputSchema: json.RawMessage(`{"type":"object"}`), TakesUserInfo: true},
+}
+
+var privateTool = registry.Tool{Name: "private", Description: "personal tool", InputSchema: json.RawMessage(`{"type":"object"}`), RequiresData: vfs.KindHealth}
+
+// startFakes serves the fake registry and vfs on a fresh NATS server.
+func startFakes(t *testing.T) *fakes {
+	t.Helper()
+	f := &fakes{url: servicetest.NATS(t), started: make(chan string, 16)}
+	f.nc = servicetest.Conn(t, f.url)
+	log := servicetest.Logger(t)
+	reg, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "registry", Version: "0.0.1", Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Stop(context.Background()) })
+	tools := reg.Group("tools")
+	must(t, wire.Handle(tools, "list", func(_ context.Context, req *registry.ListRequest) (*registry.ListResponse, error) {
+		out := append([]registry.Tool(nil), fakeTools...)
+		if !req.Caller.Anonymous() {
+			out = append(out, privateTool)
+		}
+		return &registry.ListResponse{Tools: out, Revision: "1"}, nil
+	}))
+	must(t, wire.Handle(tools, "call", f.call))
+	cancelled := make(chan registry.CancelEvent, 16)
+	sub, err := f.nc.Subscribe(registry.SubjectCancel, func(m *nats.Msg) {
+		var ev registry.CancelEvent
+		if json.Unmarshal(m.Data, &ev) == nil {
+			f.mu.Lock()
+			f.cancels = append(f.cancels, ev)
+			f.mu.Unlock()
+			cancelled <- ev
+		}
+	})
+	must(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	f.cancelled = cancelled
+
+	vfsSvc, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "vfs", Version: "0.0.1", Log: log})
+	must(t, err)
+	t.Cleanup(func() { _ = vfsSvc.Stop(context.Background()) })
+	must(t, wire.Handle(vfsSvc.Group("keys"), "verify", func(_ context.Context, req *vfs.KeyVerifyRequest) (*vfs.KeyVerifyResponse, error) {
+		switch req.Hash {
+		case vfs.HashKey(keyGood):
+			return &vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k1", Scopes: []string{"mcp", "api"}}, nil
+		case vfs.HashKey(keyOther):
+			return &vfs.KeyVerifyResponse{AccountID: acctOther, KeyID: "k2", Scopes: []string{"mcp"}}, nil
+		case vfs.HashKey(keyNoScope):
+			return &vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k3", Scopes: []string{"api"}}, nil
+		}
+		return nil, wire.Errorf(wire.Unauthenticated, "unknown key")
+	}))
+	return f
+}
+
+// call implements the fake tools.
+func (f *fakes) call(ctx context.Context, req *registry.CallRequest) (*registry.CallResponse, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, *req)
+	f.mu.Unlock()
+	text := func(s string) *registry.CallResponse {
+		b, _ := json.Marshal(map[string]string{"type": "text", "text": s})
+		return &registry.CallResponse{Content: []json.RawMessage{b}}
+	}
+	switch req.Name {
+	case "echo":
+		var a struct{ Text string }
+		_ = json.Unmarshal(req.Arguments, &a)
+		return text(a.Text), nil
+	case "whoami":
+		if req.Caller.Anonymous() {
+			return nil, wire.Errorf(wire.Unauthenticated, "whoami needs a signed-in caller")
+		}
+		return text(req.Caller.AccountID), nil
+	case "private":
+		if req.Caller.Anonymous() {
+			return nil, wire.Errorf(wire.NotFound, "unknown tool %q", req.Name)
+		}
+		return text("private"), nil
+	case "progress":
+		for i := 1; i <= 2; i++ {
+			if req.ProgressSubject != "" {
+				b, _ := json.Marshal(registry.ProgressEvent{Progress: float64(i), Total: 2, Message: fmt.Sprintf("step %d", i)})
+				_ = f.nc.Publish(req.ProgressSubject, b)
+			}
+		}
+		_ = f.nc.Flush()
+		return text("done"), nil
+	case "block":
+		f.started <- req.CallID
+		for {
+			select {
+			case ev := <-f.cancelled:
+				if ev.CallID == req.CallID {
+					return text("cancelled"), nil
+				}
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	return nil, wire.Errorf(wire.NotFound, "unknown tool %q", req.Name)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testConfig returns the default configuration pointed at natsURL.
+func testConfig(t *testing.T, natsURL string) *conf.Config {
+	t.Helper()
+	res, err := conf.Load(conf.LoadOptions{Path: "", LookupEnv: func(string) (string, bool) { return "", false }})
+	must(t, err)
+	c := res.Config
+	c.NATSURL = natsURL
+	c.HTTPAddr = "127.0.0.1:0"
+	c.MCPPublicURL = "https://mcp.example"
+	c.AllowedOrigins = []string{"https://app.example"}
+	c.MCPSessionKeys = []string{testSecret}
+	c.RateLimitAcct, c.RateLimitIP = 0, 0
+	c.MaxRequestBytes = 64 << 10
+	c.MCPKeepAliveS = 1
+	return c
+}
+
+// startGateway starts a gateway on cfg and returns its /mcp URL.
+func startGateway(t *testing.T, cfg *conf.Config) string {
+	t.Helper()
+	s := New(Options{Config: cfg, Log: servicetest.Logger(t)})
+	must(t, s.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Stop(ctx)
+	})
+	return "http://" + s.Addr() + "/mcp"
+}
+
+// post sends body to url with headers given as name, value pairs.
+func post(t *testing.T, url, body string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	return send(t, http.MethodPost, url, body, hdr...)
+}
+
+func send(t *testing.T, method, url, body string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	must(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return resp, b
+}
+
+// rpcReply is a decoded JSON-RPC response.
+type rpcReply struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func decode(t *testing.T, b []byte) rpcReply {
+	t.Helper()
+	var r rpcReply
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("decoding %q: %v", b, err)
+	}
+	return r
+}
+
+// sseMessages parses an event-stream body into its JSON-RPC messages.
+func sseMessages(t *testing.T, r io.Reader) []rpcReply {
+	t.Helper()
+	var out []rpcReply
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, decode(t, []byte(data)))
+		}
+	}
+	return out
+}
+
+// modernHeaders are the headers of a 2026-07-28 request for method (and
+// tool name for tools/call).
+func modernHeaders(method, name string) []string {
+	h := []string{headerProtocolVersion, modernVersion, headerMethod, method}
+	if name != "" {
+		h = append(h, headerName, name)
+	}
+	return h
+}
+
+// modernMeta is a complete per-request _meta.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`

@@ -1,0 +1,211 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+const (
+	initBody  = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	listBody  = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	whoami    = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
+	challenge = `Bearer resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp", scope="mcp"`
+)
+
+// TestTransportStatusCodes covers every status code, header and JSON-RPC
+// error of SPEC §5.1 and §5.4.
+func TestTransportStatusCodes(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url))
+	tests := []struct {
+		name       string
+		method     string
+		url        string
+		body       string
+		hdr        []string
+		status     int
+		code       int64  // JSON-RPC error code, 0 for none
+		id         string // expected id of the reply ("" not checked)
+		wantHeader [2]string
+		resultHas  string
+	}{
+		{name: "parse error has id null", body: `{"jsonrpc":`, status: 400, code: -32700, id: "null"},
+		{name: "number body", body: `42`, status: 400, code: -32600, id: "null"},
+		{name: "string body", body: `"tools/list"`, status: 400, code: -32600, id: "null"},
+		{name: "empty batch", body: `[]`, status: 400, code: -32600, id: "null"},
+		{name: "batch rejected on 2025-06-18", body: "[" + listBody + "]", hdr: []string{headerProtocolVersion, "2025-06-18"}, status: 400, code: -32600},
+		{name: "batch rejected on 2025-11-25", body: "[" + listBody + "]", hdr: []string{headerProtocolVersion, "2025-11-25"}, status: 400, code: -32600},
+		{name: "notification is 202", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, status: 202},
+		{name: "client response is 202", body: `{"jsonrpc":"2.0","id":7,"result":{}}`, status: 202},
+		{name: "missing jsonrpc", body: `{"id":1,"method":"ping"}`, status: 400, code: -32600, id: "1"},
+		{name: "null id", body: `{"jsonrpc":"2.0","id":null,"method":"ping"}`, status: 400, code: -32600, id: "null"},
+		{name: "array params", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}`, status: 200, code: -32602},
+		{name: "unknown method", body: `{"jsonrpc":"2.0","id":"a","method":"nope/nope"}`, status: 200, code: -32601, id: `"a"`},
+		{name: "resources not advertised", body: `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`, status: 200, code: -32601},
+		{name: "prompts not advertised", body: `{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`, status: 200, code: -32601},
+		{name: "ping", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: 200, resultHas: `{}`},
+		{name: "bad origin is 403", body: listBody, hdr: []string{"Origin", "https://evil.example"}, status: 403},
+		{name: "listed origin", body: listBody, hdr: []string{"Origin", "https://app.example"}, status: 200},
+		{name: "own origin", body: listBody, hdr: []string{"Origin", "https://mcp.example"}, status: 200},
+		{name: "unsupported version", body: listBody, hdr: []string{headerProtocolVersion, "1999-01-01"}, status: 400, code: -32022},
+		{name: "unknown session tolerated on tools/list", body: listBody, hdr: []string{headerSessionID, "bogus"}, status: 200, resultHas: `"echo"`},
+		{name: "unknown session tolerated on tools/call", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, hdr: []string{headerSessionID, "bogus"}, status: 200, resultHas: `"hi"`},
+		{name: "unknown session on ping is 404", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, hdr: []string{headerSessionID, "bogus"}, status: 404, code: codeSessionNotFound},
+		{name: "body too large", body: `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 70<<10) + `"}}`, status: 413},
+		{name: "wrong content type", body: listBody, hdr: []string{"Content-Type", "text/plain"}, status: 415},
+		{name: "PUT not allowed", method: http.MethodPut, body: listBody, status: 405, wantHeader: [2]string{"Allow", "GET, POST, DELETE"}},
+		{name: "DELETE without session", method: http.MethodDelete, status: 400},
+		{name: "DELETE unknown session", method: http.MethodDelete, hdr: []string{headerSessionID, "bogus"}, status: 404},
+		{name: "GET without SSE accept", method: http.MethodGet, hdr: []string{"Accept", "application/json"}, status: 406},
+		{name: "modern GET is 405", method: http.MethodGet, hdr: []string{headerProtocolVersion, modernVersion}, status: 405},
+		{name: "unknown tool", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}`, status: 200, code: -32602},
+		{name: "tool call without name", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, status: 200, code: -32602},
+		{name: "unknown cursor", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"x"}}`, status: 200, code: -32602},
+
+		// Auth (SPEC §5.3, §5.4).
+		{name: "anonymous list", body: listBody, status: 200, resultHas: `"echo"`},
+		{name: "anonymous call of a user tool is 401", body: whoami, status: 401, wantHeader: [2]string{"WWW-Authenticate", challenge}},
+		{name: "invalid token is 401", body: listBody, hdr: []string{"Authorization", "Bearer mb_nope"}, status: 401, wantHeader: [2]string{"WWW-Authenticate", challenge}},
+		{name: "non-key token is 401", body: whoami, hdr: []string{"Authorization", "Bearer eyJhbGciOi"}, status: 401, wantHeader: [2]string{"WWW-Authenticate", challenge}},
+		{name: "token without mcp scope is 403", body: whoami, hdr: []string{"Authorization", "Bearer " + keyNoScope}, status: 403,
+			wantHeader: [2]string{"WWW-Authenticate", `Bearer error="insufficient_scope", resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp", scope="mcp"`}},
+		{name: "signed-in call", body: whoami, hdr: []string{"Authorization", "Bearer " + keyGood}, status: 200, resultHas: acctGood},
+		{name: "token in query string is ignored", url: url + "?access_token=" + keyGood, body: whoami, status: 401},
+
+		// Modern era (2026-07-28).
+		{name: "modern discover", body: `{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{` + modernMeta + `}}`, hdr: modernHeaders("server/discover", ""), status: 200, resultHas: `"supportedVersions"`},
+		{name: "modern missing meta", body: `{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{}}`, hdr: modernHeaders("server/discover", ""), status: 400, code: -32602, id: "5"},
+		{name: "modern meta version mismatch", body: `{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v9","io.modelcontextprotocol/clientCapabilities":{}}}}`, hdr: modernHeaders("server/discover", ""), status: 400, code: -32020},
+		{name: "modern unsupported version", body: `{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"v9"}}}`, hdr: []string{headerProtocolVersion, "v9", headerMethod, "server/discover"}, status: 400, code: -32022},
+		{name: "meta version without header", body: `{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{` + modernMeta + `}}`, status: 400, code: -32020},
+		{name: "modern method header mismatch", body: `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{` + modernMeta + `}}`, hdr: modernHeaders("server/discover", ""), status: 400, code: -32020},
+		{name: "modern name header mismatch", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo",` + modernMeta + `}}`, hdr: modernHeaders("tools/call", "other"), status: 400, code: -32020},
+		{name: "modern initialize removed", body: `{"jsonrpc":"2.0","id":5,"method":"initialize","params":{` + modernMeta + `}}`, hdr: modernHeaders("initialize", ""), status: 404, code: -32601},
+		{name: "modern ping removed", body: `{"jsonrpc":"2.0","id":5,"method":"ping","params":{` + modernMeta + `}}`, hdr: modernHeaders("ping", ""), status: 404, code: -32601},
+		{name: "modern unknown method", body: `{"jsonrpc":"2.0","id":5,"method":"x/y","params":{` + modernMeta + `}}`, hdr: modernHeaders("x/y", ""), status: 404, code: -32601},
+		{name: "modern batch", body: `[{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{` + modernMeta + `}}]`, hdr: modernHeaders("tools/list", ""), status: 400, code: -32600},
+		{name: "modern anonymous list is public", body: `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{` + modernMeta + `}}`, hdr: modernHeaders("tools/list", ""), status: 200, resultHas: `"cacheScope":"public"`},
+		{name: "modern account list is private", body: `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{` + modernMeta + `}}`, hdr: append(modernHeaders("tools/list", ""), "Authorization", "Bearer "+keyGood), status: 200, resultHas: `"cacheScope":"private"`},
+		{name: "modern call", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"yo"},` + modernMeta + `}}`, hdr: modernHeaders("tools/call", "echo"), status: 200, resultHas: `"resultType":"complete"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			method, u := tc.method, tc.url
+			if method == "" {
+				method = http.MethodPost
+			}
+			if u == "" {
+				u = url
+			}
+			resp, body := send(t, method, u, tc.body, tc.hdr...)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d; body %s", resp.StatusCode, tc.status, body)
+			}
+			if tc.wantHeader[0] != "" && resp.Header.Get(tc.wantHeader[0]) != tc.wantHeader[1] {
+				t.Errorf("%s = %q, want %q", tc.wantHeader[0], resp.Header.Get(tc.wantHeader[0]), tc.wantHeader[1])
+			}
+			if tc.status == 202 || tc.status == 204 {
+				if len(body) != 0 {
+					t.Errorf("body %q, want none", body)
+				}
+				return
+			}
+			r := decode(t, body)
+			if tc.code != 0 {
+				if r.Error == nil || r.Error.Code != tc.code {
+					t.Fatalf("reply %s, want error code %d", body, tc.code)
+				}
+			}
+			if tc.id != "" && string(r.ID) != tc.id {
+				t.Errorf("id %s, want %s", r.ID, tc.id)
+			}
+			if tc.resultHas != "" && !strings.Contains(string(r.Result), tc.resultHas) {
+				t.Errorf("result %s lacks %s", r.Result, tc.resultHas)
+			}
+		})
+	}
+}
+
+func TestInitializeNegotiatesAndSeals(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url))
+	for _, tc := range []struct{ asked, want string }{
+		{"2025-03-26", "2025-03-26"}, {"2025-06-18", "2025-06-18"}, {"2025-11-25", "2025-11-25"},
+		{"2026-07-28", "2025-11-25"}, {"1999-01-01", "2025-11-25"},
+	} {
+		body := strings.Replace(initBody, "2025-06-18", tc.asked, 1)
+		resp, b := post(t, url, body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("initialize %s: %d %s", tc.asked, resp.StatusCode, b)
+		}
+		var res struct {
+			ProtocolVersion string                     `json:"protocolVersion"`
+			Capabilities    map[string]json.RawMessage `json:"capabilities"`
+		}
+		must(t, json.Unmarshal(decode(t, b).Result, &res))
+		if res.ProtocolVersion != tc.want {
+			t.Errorf("asked %s, got %s, want %s", tc.asked, res.ProtocolVersion, tc.want)
+		}
+		if len(res.Capabilities) != 1 || string(res.Capabilities["tools"]) != `{"listChanged":true}` {
+			t.Errorf("capabilities %v, want tools.listChanged only", res.Capabilities)
+		}
+		sid := resp.Header.Get(headerSessionID)
+		if sid == "" {
+			t.Fatal("no session id")
+		}
+		// The session works for ping and DELETE; a session of the anonymous
+		// caller is not valid for an account.
+		if resp, b := post(t, url, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, headerSessionID, sid); resp.StatusCode != 200 {
+			t.Errorf("ping with session: %d %s", resp.StatusCode, b)
+		}
+		if resp, _ := post(t, url, `{"jsonrpc":"2.0","id":9,"method":"ping"}`, headerSessionID, sid, "Authorization", "Bearer "+keyGood); resp.StatusCode != 404 {
+			t.Errorf("ping with another caller's session: %d, want 404", resp.StatusCode)
+		}
+		if resp, _ := send(t, http.MethodDelete, url, "", headerSessionID, sid); resp.StatusCode != 204 {
+			t.Errorf("DELETE: %d, want 204", resp.StatusCode)
+		}
+	}
+}
+
+func TestListFilteredForCaller(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url))
+	names := func(hdr ...string) string {
+		resp, b := post(t, url, listBody, hdr...)
+		if resp.StatusCode != 200 {
+			t.Fatalf("tools/list: %d %s", resp.StatusCode, b)
+		}
+		var res struct{ Tools []wireTool }
+		must(t, json.Unmarshal(decode(t, b).Result, &res))
+		var out []string
+		for _, tl := range res.Tools {
+			out = append(out, tl.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := names(); got != "block,echo,progress,whoami" {
+		t.Errorf("anonymous: %s", got)
+	}
+	if got := names("Authorization", "Bearer "+keyGood); got != "block,echo,progress,whoami,private" {
+		t.Errorf("signed in: %s", got)
+	}
+}
+
+func TestProtectedResourceMetadata(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url))
+	base := strings.TrimSuffix(url, "/mcp")
+	for _, path := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
+		resp, b := send(t, http.MethodGet, base+path, "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", path, resp.StatusCode)
+		}
+		var m protectedResource
+		must(t, json.Unmarshal(b, &m))
+		if m.Resource != "https://mcp.example/mcp" || m.AuthorizationServers == nil || m.ScopesSupported[0] != "mcp" {
+			t.Errorf("%s: %+v", path, m)
+		}
+	}
+}
