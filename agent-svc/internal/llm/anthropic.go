@@ -1,0 +1,181 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+)
+
+// defaultAnthropicMaxTokens is required by the Messages API; it bounds one
+// step, not the turn.
+const defaultAnthropicMaxTokens = 8192
+
+// Anthropic speaks Anthropic Messages through anthropic-sdk-go.
+type Anthropic struct {
+	client anthropic.Client
+}
+
+// NewAnthropic returns a Messages provider.
+func NewAnthropic(opts ClientOptions) *Anthropic {
+	ro := []option.RequestOption{option.WithAPIKey(opts.APIKey), option.WithMaxRetries(opts.retries())}
+	if opts.BaseURL != "" {
+		ro = append(ro, option.WithBaseURL(opts.BaseURL))
+	}
+	if opts.HTTPClient != nil {
+		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
+	}
+	if opts.Timeout > 0 {
+		ro = append(ro, option.WithRequestTimeout(opts.Timeout))
+	}
+	return &Anthropic{client: anthropic.NewClient(ro...)}
+}
+
+// Stream implements Provider.
+func (p *Anthropic) Stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
+	params, err := anthropicParams(req)
+	if err != nil {
+		return nil, err
+	}
+	stream := p.client.Messages.NewStreaming(ctx, params)
+	defer stream.Close()
+	var acc anthropic.Message
+	delivered := false
+	for stream.Next() {
+		ev := stream.Current()
+		if err := acc.Accumulate(ev); err != nil {
+			return nil, &Error{Kind: "stream_broken", Partial: delivered, Err: err}
+		}
+		if ev.Type == "content_block_delta" {
+			d := Delta{Text: ev.Delta.Text, Reasoning: ev.Delta.Thinking}
+			if d.Text != "" || d.Reasoning != "" {
+				delivered = true
+				onDelta(d)
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, anthropicError(err, delivered)
+	}
+	if acc.StopReason == "" {
+		return nil, &Error{Kind: "stream_broken", Partial: delivered, Err: errors.New("the stream ended before message_delta")}
+	}
+	msg := Message{Role: RoleAssistant}
+	for _, b := range acc.Content {
+		switch b.Type {
+		case "text":
+			msg.Content += b.Text
+		case "thinking":
+			msg.Reasoning += b.Thinking
+		case "tool_use":
+			args := b.Input
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: args})
+		}
+	}
+	stop := string(acc.StopReason)
+	switch stop {
+	case "end_turn", "stop_sequence":
+		stop = "stop"
+	case "tool_use":
+		stop = "tool_calls"
+	case "max_tokens":
+		stop = "length"
+	}
+	return &Response{Message: msg, StopReason: stop, Usage: Usage{
+		InputTokens: acc.Usage.InputTokens, OutputTokens: acc.Usage.OutputTokens,
+		CacheReadTokens: acc.Usage.CacheReadInputTokens, CacheWriteTokens: acc.Usage.CacheCreationInputTokens,
+	}}, nil
+}
+
+func anthropicError(err error, delivered bool) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var apiErr *anthropic.Error
+	if errors.As(err, &apiErr) {
+		return &Error{Kind: kindOfStatus(apiErr.StatusCode), Status: apiErr.StatusCode, Partial: delivered, Err: errors.New(http.StatusText(apiErr.StatusCode))}
+	}
+	kind := "unavailable"
+	if delivered {
+		kind = "stream_broken"
+	}
+	return &Error{Kind: kind, Partial: delivered, Err: err}
+}
+
+func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
+	p := anthropic.MessageNewParams{
+		Model:     anthropic.Model(req.Model),
+		MaxTokens: int64(req.MaxTokens),
+		// Automatic prompt caching: the provider caches the longest
+		// reusable prefix (system, tools, earlier turns).
+		CacheControl: anthropic.NewCacheControlEphemeralParam(),
+	}
+	if p.MaxTokens <= 0 {
+		p.MaxTokens = defaultAnthropicMaxTokens
+	}
+	if req.System != "" {
+		p.System = []anthropic.TextBlockParam{{Text: req.System}}
+	}
+	for i := 0; i < len(req.Messages); i++ {
+		m := req.Messages[i]
+		switch m.Role {
+		case RoleUser:
+			p.Messages = append(p.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(m.Content)))
+		case RoleTool:
+			// Consecutive tool results travel in one user message.
+			var blocks []anthropic.ContentBlockParamUnion
+			for ; i < len(req.Messages) && req.Messages[i].Role == RoleTool; i++ {
+				t := req.Messages[i]
+				blocks = append(blocks, anthropic.NewToolResultBlock(t.ToolCallID, t.Content, t.IsError))
+			}
+			i--
+			p.Messages = append(p.Messages, anthropic.NewUserMessage(blocks...))
+		case RoleAssistant:
+			var blocks []anthropic.ContentBlockParamUnion
+			if m.Content != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+			}
+			for _, tc := range m.ToolCalls {
+				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, tc.Args, tc.Name))
+			}
+			if len(blocks) == 0 {
+				blocks = append(blocks, anthropic.NewTextBlock("(no answer)"))
+			}
+			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(blocks...))
+		default:
+			return p, fmt.Errorf("building request: unknown role %q", m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		var schema map[string]any
+		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+			return p, fmt.Errorf("building request: schema of tool %s: %w", t.Name, err)
+		}
+		in := anthropic.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
+		if req, ok := schema["required"].([]any); ok {
+			for _, r := range req {
+				if s, ok := r.(string); ok {
+					in.Required = append(in.Required, s)
+				}
+			}
+		}
+		for k, v := range schema {
+			if k != "properties" && k != "required" && k != "type" {
+				in.ExtraFields[k] = v
+			}
+		}
+		tp := anthropic.ToolParam{Name: t.Name, InputSchema: in}
+		if t.Description != "" {
+			tp.Description = anthropic.String(t.Description)
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: &tp})
+	}
+	return p, nil
+}

@@ -1,0 +1,138 @@
+// Package llm is the one small interface agent loops use to talk to a model,
+// with adapters for OpenAI-compatible Chat Completions and Anthropic
+// Messages built on the official SDKs. Messages are kept in a provider-neutral
+// shape so that a session can be replayed against either.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Roles of a Message.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one model message in provider-neutral form. An assistant
+// message may carry tool calls; each is answered by one tool message whose
+// ToolCallID names it.
+type Message struct {
+	Role      string     `json:"role"`
+	Content   string     `json:"content,omitempty"`
+	Reasoning string     `json:"reasoning,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID links a tool message to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	// ToolName is the called tool, kept for display and summaries.
+	ToolName string `json:"tool_name,omitempty"`
+	// IsError marks a tool message that reports a failure.
+	IsError bool `json:"is_error,omitempty"`
+}
+
+// ToolCall is one tool call requested by the model.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Tool is one tool offered to the model.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// Usage counts tokens of one model call.
+type Usage struct {
+	InputTokens      int64 `json:"input_tokens"`
+	OutputTokens     int64 `json:"output_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CacheReadTokens: u.CacheReadTokens + v.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens}
+}
+
+// Request is one model call.
+type Request struct {
+	Model     string
+	System    string
+	Messages  []Message
+	Tools     []Tool
+	MaxTokens int
+}
+
+// Delta is one streamed piece of the answer.
+type Delta struct {
+	Text      string
+	Reasoning string
+}
+
+// Response is the complete answer of one model call.
+type Response struct {
+	Message Message
+	Usage   Usage
+	// StopReason is the provider's reason, normalised to stop, tool_calls,
+	// length or the provider's own word.
+	StopReason string
+}
+
+// Provider streams one model call. onDelta is called in order, from the
+// calling goroutine, for every piece of text or reasoning as it arrives.
+type Provider interface {
+	Stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error)
+}
+
+// ErrStreamBroken reports a stream that failed after it had started to
+// deliver deltas, so that the caller knows output was already shown.
+var ErrStreamBroken = errors.New("model stream broke mid-way")
+
+// Error is a provider failure with the kind of error that callers may show.
+type Error struct {
+	// Kind is rate_limited, unavailable, bad_request, auth or stream_broken.
+	Kind string
+	// Status is the HTTP status, when there was one.
+	Status int
+	// Partial is true when deltas were already delivered.
+	Partial bool
+	Err     error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Status != 0 {
+		return fmt.Sprintf("model provider: %s (HTTP %d): %v", e.Kind, e.Status, e.Err)
+	}
+	return fmt.Sprintf("model provider: %s: %v", e.Kind, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether calling again may succeed.
+func (e *Error) Retryable() bool {
+	return e.Kind == "rate_limited" || e.Kind == "unavailable" || e.Kind == "stream_broken"
+}
+
+func kindOfStatus(status int) string {
+	switch {
+	case status == 429:
+		return "rate_limited"
+	case status == 401 || status == 403:
+		return "auth"
+	case status >= 500:
+		return "unavailable"
+	case status >= 400:
+		return "bad_request"
+	}
+	return "unavailable"
+}

@@ -1,0 +1,180 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+)
+
+// ClientOptions configures a provider client.
+type ClientOptions struct {
+	// BaseURL overrides the provider's endpoint (OpenRouter, Gemini, Ollama,
+	// vLLM, the scripted test server...).
+	BaseURL string
+	// APIKey is the secret; it never appears in errors or logs.
+	APIKey string
+	// MaxRetries is how often a 429 or 5xx answer is retried, with backoff
+	// that honours Retry-After (the SDKs do this). Zero means 3.
+	MaxRetries int
+	// HTTPClient replaces http.DefaultClient.
+	HTTPClient *http.Client
+	// Timeout bounds one HTTP attempt; zero means none beyond ctx.
+	Timeout time.Duration
+}
+
+func (o ClientOptions) retries() int {
+	if o.MaxRetries == 0 {
+		return 3
+	}
+	return max(o.MaxRetries, 0)
+}
+
+// OpenAI speaks OpenAI-compatible Chat Completions through openai-go.
+type OpenAI struct {
+	client openai.Client
+}
+
+// NewOpenAI returns a Chat Completions provider.
+func NewOpenAI(opts ClientOptions) *OpenAI {
+	ro := []option.RequestOption{option.WithAPIKey(opts.APIKey), option.WithMaxRetries(opts.retries())}
+	if opts.BaseURL != "" {
+		ro = append(ro, option.WithBaseURL(opts.BaseURL))
+	}
+	if opts.HTTPClient != nil {
+		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
+	}
+	if opts.Timeout > 0 {
+		ro = append(ro, option.WithRequestTimeout(opts.Timeout))
+	}
+	return &OpenAI{client: openai.NewClient(ro...)}
+}
+
+// Stream implements Provider.
+func (p *OpenAI) Stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
+	params, err := openaiParams(req)
+	if err != nil {
+		return nil, err
+	}
+	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
+	defer stream.Close()
+	var acc openai.ChatCompletionAccumulator
+	var reasoning []byte
+	delivered := false
+	for stream.Next() {
+		chunk := stream.Current()
+		acc.AddChunk(chunk)
+		for _, ch := range chunk.Choices {
+			if ch.Index != 0 {
+				continue
+			}
+			d := Delta{Text: ch.Delta.Content}
+			// reasoning_content is not part of the OpenAI schema, but
+			// DeepSeek, vLLM and OpenRouter stream it there.
+			for _, k := range []string{"reasoning_content", "reasoning"} {
+				if f, ok := ch.Delta.JSON.ExtraFields[k]; ok {
+					var s string
+					if json.Unmarshal([]byte(f.Raw()), &s) == nil {
+						d.Reasoning += s
+					}
+				}
+			}
+			if d.Text != "" || d.Reasoning != "" {
+				reasoning = append(reasoning, d.Reasoning...)
+				delivered = true
+				onDelta(d)
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return nil, openaiError(err, delivered)
+	}
+	if len(acc.Choices) == 0 {
+		return nil, &Error{Kind: "stream_broken", Partial: delivered, Err: errors.New("the stream ended without a choice")}
+	}
+	choice := acc.Choices[0]
+	msg := Message{Role: RoleAssistant, Content: choice.Message.Content, Reasoning: string(reasoning)}
+	for _, tc := range choice.Message.ToolCalls {
+		args := json.RawMessage(tc.Function.Arguments)
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: args})
+	}
+	stop := choice.FinishReason
+	if stop == "" {
+		// A stream that ends without finish_reason was cut short.
+		return nil, &Error{Kind: "stream_broken", Partial: delivered, Err: errors.New("the stream ended before finish_reason")}
+	}
+	return &Response{Message: msg, StopReason: stop, Usage: Usage{
+		InputTokens: acc.Usage.PromptTokens, OutputTokens: acc.Usage.CompletionTokens,
+		CacheReadTokens: acc.Usage.PromptTokensDetails.CachedTokens,
+	}}, nil
+}
+
+func openaiError(err error, delivered bool) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		return &Error{Kind: kindOfStatus(apiErr.StatusCode), Status: apiErr.StatusCode, Partial: delivered, Err: errors.New(http.StatusText(apiErr.StatusCode))}
+	}
+	kind := "unavailable"
+	if delivered {
+		kind = "stream_broken"
+	}
+	return &Error{Kind: kind, Partial: delivered, Err: err}
+}
+
+func openaiParams(req *Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{
+		Model:         req.Model,
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	if req.MaxTokens > 0 {
+		p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+	}
+	if req.System != "" {
+		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleUser:
+			p.Messages = append(p.Messages, openai.UserMessage(m.Content))
+		case RoleTool:
+			p.Messages = append(p.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
+		case RoleAssistant:
+			a := openai.ChatCompletionAssistantMessageParam{}
+			if m.Content != "" {
+				a.Content.OfString = openai.String(m.Content)
+			}
+			for _, tc := range m.ToolCalls {
+				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: tc.ID,
+						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: string(tc.Args)}}})
+			}
+			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+		default:
+			return p, fmt.Errorf("building request: unknown role %q", m.Role)
+		}
+	}
+	for _, t := range req.Tools {
+		var schema shared.FunctionParameters
+		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+			return p, fmt.Errorf("building request: schema of tool %s: %w", t.Name, err)
+		}
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
+		if t.Description != "" {
+			fd.Description = openai.String(t.Description)
+		}
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
+	}
+	return p, nil
+}

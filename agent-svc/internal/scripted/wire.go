@@ -1,0 +1,258 @@
+package scripted
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
+)
+
+type openaiRequest struct {
+	Model    string `json:"model"`
+	Stream   bool   `json:"stream"`
+	Messages []struct {
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"tool_call_id"`
+		ToolCalls  []struct {
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"messages"`
+	Tools []struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name       string          `json:"name"`
+			Parameters json.RawMessage `json:"parameters"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+// text returns a content that is a string or an array of text parts.
+func text(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type    string          `json:"type"`
+		Text    string          `json:"text"`
+		Content json.RawMessage `json:"content"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	out := ""
+	for _, p := range parts {
+		out += p.Text
+	}
+	return out
+}
+
+func parseOpenAI(r *http.Request) (*Received, error) {
+	var req openaiRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return nil, fmt.Errorf("decoding chat completions request: %w", err)
+	}
+	if !req.Stream {
+		return nil, fmt.Errorf("chat completions request without stream=true")
+	}
+	rec := &Received{Format: FormatOpenAI, Model: req.Model, Header: r.Header}
+	for _, t := range req.Tools {
+		if !json.Valid(t.Function.Parameters) {
+			return nil, fmt.Errorf("tool %s has invalid parameters", t.Function.Name)
+		}
+		rec.Tools = append(rec.Tools, t.Function.Name)
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case "system", "developer":
+			rec.System += text(m.Content)
+		case "user":
+			rec.Messages = append(rec.Messages, llm.Message{Role: llm.RoleUser, Content: text(m.Content)})
+		case "tool":
+			rec.Messages = append(rec.Messages, llm.Message{Role: llm.RoleTool, Content: text(m.Content), ToolCallID: m.ToolCallID})
+		case "assistant":
+			msg := llm.Message{Role: llm.RoleAssistant, Content: text(m.Content)}
+			for _, tc := range m.ToolCalls {
+				msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: json.RawMessage(tc.Function.Arguments)})
+			}
+			rec.Messages = append(rec.Messages, msg)
+		default:
+			return nil, fmt.Errorf("unknown role %q", m.Role)
+		}
+	}
+	return rec, nil
+}
+
+func streamOpenAI(e *emitter, rec *Received, step Step) {
+	id := fmt.Sprintf("chatcmpl-%d", time.Now().UnixNano())
+	chunk := func(delta map[string]any, finish any) map[string]any {
+		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": rec.Model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish}}}
+	}
+	e.send("", chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	for _, p := range pieces(step.Reasoning) {
+		e.send("", chunk(map[string]any{"reasoning_content": p}, nil))
+	}
+	for _, p := range pieces(step.Text) {
+		e.send("", chunk(map[string]any{"content": p}, nil))
+	}
+	if step.DropAfterText {
+		e.drop()
+	}
+	n := len(rec.Messages)
+	for i, c := range step.Calls {
+		cid := callID(c, n, i)
+		e.send("", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": cid, "type": "function",
+			"function": map[string]any{"name": c.Name, "arguments": ""}}}}, nil))
+		half := len(c.Args) / 2
+		for _, a := range []string{c.Args[:half], c.Args[half:]} {
+			e.send("", chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "function": map[string]any{"arguments": a}}}}, nil))
+		}
+	}
+	finish := "stop"
+	if len(step.Calls) > 0 {
+		finish = "tool_calls"
+	}
+	e.send("", chunk(map[string]any{}, finish))
+	in, out := usageOf(step)
+	e.send("", map[string]any{"id": id, "object": "chat.completion.chunk", "created": time.Now().Unix(), "model": rec.Model,
+		"choices": []any{}, "usage": map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}})
+	e.raw("data: [DONE]\n\n")
+}
+
+type anthropicRequest struct {
+	Model     string          `json:"model"`
+	Stream    bool            `json:"stream"`
+	MaxTokens int             `json:"max_tokens"`
+	System    json.RawMessage `json:"system"`
+	Messages  []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Tools []struct {
+		Name        string          `json:"name"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	} `json:"tools"`
+}
+
+type anthropicBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   json.RawMessage `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+func parseAnthropic(r *http.Request) (*Received, error) {
+	var req anthropicRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		return nil, fmt.Errorf("decoding messages request: %w", err)
+	}
+	if !req.Stream {
+		return nil, fmt.Errorf("messages request without stream=true")
+	}
+	if req.MaxTokens <= 0 {
+		return nil, fmt.Errorf("messages request without max_tokens")
+	}
+	rec := &Received{Format: FormatAnthropic, Model: req.Model, System: text(req.System), Header: r.Header}
+	for _, t := range req.Tools {
+		rec.Tools = append(rec.Tools, t.Name)
+	}
+	for _, m := range req.Messages {
+		var blocks []anthropicBlock
+		var s string
+		if json.Unmarshal(m.Content, &s) == nil {
+			blocks = []anthropicBlock{{Type: "text", Text: s}}
+		} else if err := json.Unmarshal(m.Content, &blocks); err != nil {
+			return nil, fmt.Errorf("decoding message content: %w", err)
+		}
+		if m.Role == "assistant" {
+			msg := llm.Message{Role: llm.RoleAssistant}
+			for _, b := range blocks {
+				switch b.Type {
+				case "text":
+					msg.Content += b.Text
+				case "tool_use":
+					msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: b.ID, Name: b.Name, Args: b.Input})
+				}
+			}
+			rec.Messages = append(rec.Messages, msg)
+			continue
+		}
+		user := ""
+		for _, b := range blocks {
+			switch b.Type {
+			case "text":
+				user += b.Text
+			case "tool_result":
+				rec.Messages = append(rec.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: b.ToolUseID, Content: text(b.Content), IsError: b.IsError})
+			}
+		}
+		if user != "" {
+			rec.Messages = append(rec.Messages, llm.Message{Role: llm.RoleUser, Content: user})
+		}
+	}
+	return rec, nil
+}
+
+func streamAnthropic(e *emitter, rec *Received, step Step) {
+	in, out := usageOf(step)
+	e.send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": fmt.Sprintf("msg_%d", time.Now().UnixNano()), "type": "message", "role": "assistant", "model": rec.Model,
+		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": in, "output_tokens": 1}}})
+	idx := 0
+	block := func(start map[string]any, deltas []map[string]any) {
+		e.send("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": start})
+		for _, d := range deltas {
+			e.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": d})
+		}
+		e.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": idx})
+		idx++
+	}
+	if step.Reasoning != "" {
+		var ds []map[string]any
+		for _, p := range pieces(step.Reasoning) {
+			ds = append(ds, map[string]any{"type": "thinking_delta", "thinking": p})
+		}
+		ds = append(ds, map[string]any{"type": "signature_delta", "signature": "scripted"})
+		block(map[string]any{"type": "thinking", "thinking": "", "signature": ""}, ds)
+	}
+	if step.Text != "" {
+		var ds []map[string]any
+		for _, p := range pieces(step.Text) {
+			ds = append(ds, map[string]any{"type": "text_delta", "text": p})
+		}
+		if step.DropAfterText {
+			e.send("content_block_start", map[string]any{"type": "content_block_start", "index": idx, "content_block": map[string]any{"type": "text", "text": ""}})
+			for _, d := range ds {
+				e.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": idx, "delta": d})
+			}
+			e.drop()
+		}
+		block(map[string]any{"type": "text", "text": ""}, ds)
+	}
+	n := len(rec.Messages)
+	for i, c := range step.Calls {
+		half := len(c.Args) / 2
+		block(map[string]any{"type": "tool_use", "id": callID(c, n, i), "name": c.Name, "input": map[string]any{}},
+			[]map[string]any{{"type": "input_json_delta", "partial_json": c.Args[:half]}, {"type": "input_json_delta", "partial_json": c.Args[half:]}})
+	}
+	stop := "end_turn"
+	if len(step.Calls) > 0 {
+		stop = "tool_use"
+	}
+	e.send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
+		"usage": map[string]any{"output_tokens": out}})
+	e.send("message_stop", map[string]any{"type": "message_stop"})
+}
