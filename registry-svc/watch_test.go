@@ -1,0 +1,101 @@
+package registrysvc
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+)
+
+func TestHotReload(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first.py", "def first() -> str:\n    \"\"\"One.\"\"\"\n    return 'one'\n")
+	url := servicetest.NATS(t)
+	events := make(chan string, 16)
+	sub, err := servicetest.Conn(t, url).Subscribe(registry.EventChanged, func(m *nats.Msg) {
+		var ev registry.ChangedEvent
+		_ = json.Unmarshal(m.Data, &ev)
+		events <- ev.Revision
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	e := startOn(t, url, map[string]string{"MCP_TOOL_DIRS": dir + ",builtin", "PYTHON_WORKERS": "2", "TOOLS_WATCH": "true"})
+
+	describe := func(name string) string {
+		resp, err := e.client.List(context.Background(), &registry.ListRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range resp.Tools {
+			if tl.Name == name {
+				return tl.Description
+			}
+		}
+		return ""
+	}
+	waitEvent := func(what string) {
+		t.Helper()
+		select {
+		case <-events:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("%s: no %s event within 2 s", what, registry.EventChanged)
+		}
+	}
+	steps := []struct {
+		name   string
+		change func()
+		check  func() bool
+	}{
+		{"add", func() { write("second.py", "async def second() -> str:\n    \"\"\"Two.\"\"\"\n    return 'two'\n") },
+			func() bool { return describe("second") == "Two." }},
+		{"change", func() { write("first.py", "def first() -> str:\n    \"\"\"One, revised.\"\"\"\n    return 'one'\n") },
+			func() bool { return describe("first") == "One, revised." }},
+		{"delete", func() { _ = os.Remove(filepath.Join(dir, "second.py")) },
+			func() bool { return describe("second") == "" && describe("first") != "" }},
+	}
+	for _, st := range steps {
+		began := time.Now()
+		st.change()
+		waitEvent(st.name)
+		if !st.check() {
+			t.Fatalf("%s: list did not change", st.name)
+		}
+		t.Logf("%s: visible after %s", st.name, time.Since(began).Round(time.Millisecond))
+	}
+	r, err := e.call(t, alice, "first", `{}`)
+	if err != nil || text(r) != "one" {
+		t.Fatalf("call after reloads: %v %v", r, err)
+	}
+
+	before := e.names(t, anon)
+	write("first.py", "def first( -> str:\n")
+	servicetest.Eventually(t, 3*time.Second, func() bool { return strings.Contains(e.logs.String(), "keeping the previous tools") }, "broken reload logged")
+	if got := e.names(t, anon); !slices.Equal(got, before) {
+		t.Errorf("a broken file changed the tool set: %v, want %v", got, before)
+	}
+	if r, err := e.call(t, alice, "first", `{}`); err != nil || text(r) != "one" {
+		t.Errorf("call after broken reload: %v %v", r, err)
+	}
+	select {
+	case <-events:
+		t.Error("a broken reload published a change event")
+	default:
+	}
+}
