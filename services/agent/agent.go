@@ -1,0 +1,144 @@
+// Package agent is the NATS contract of agent-svc: starting a chat turn,
+// the numbered events a run streams to the caller's inbox, heartbeats and
+// cancellation, plus a typed client that turns the event stream back into
+// an ordered sequence for the gateway.
+package agent
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Subjects of agent-svc.
+const (
+	// SubjectStart starts a run (request/reply through the queue group).
+	// The reply acknowledges the run; its events then flow to the
+	// request's Inbox.
+	SubjectStart = "agent.runs.start"
+	// SubjectCancel is published (no queue group, every replica listens)
+	// to cancel a run; the replica running it stops it.
+	SubjectCancel = "agent.runs.cancel"
+	// EventSessionDeleted is published when a session is deleted, so that
+	// every replica drops its REPL state.
+	EventSessionDeleted = "events.agent.session_deleted"
+)
+
+// Agents a turn may pick (SPEC §9).
+const (
+	AgentDeep = "deep"
+	AgentBase = "base"
+)
+
+// DefaultHeartbeat is how often a run emits a heartbeat event.
+const DefaultHeartbeat = 2 * time.Second
+
+// StartRequest starts one chat turn.
+type StartRequest struct {
+	// RunID identifies the run (for cancellation); the caller picks it.
+	RunID string `json:"run_id"`
+	// Inbox receives the run's events.
+	Inbox     string `json:"inbox"`
+	AccountID string `json:"account_id"`
+	// SessionID continues a session; empty starts a new one.
+	SessionID string `json:"session_id,omitempty"`
+	Question  string `json:"question"`
+	Agent     string `json:"agent,omitempty"`
+	Provider  string `json:"provider,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Language  string `json:"language,omitempty"`
+	Timezone  string `json:"timezone,omitempty"`
+	// HeartbeatMS overrides the heartbeat interval (tests use it).
+	HeartbeatMS int `json:"heartbeat_ms,omitempty"`
+}
+
+// StartResponse acknowledges a run.
+type StartResponse struct {
+	RunID     string `json:"run_id"`
+	SessionID string `json:"session_id"`
+	// Instance is the replica running the turn.
+	Instance string `json:"instance"`
+	// HeartbeatMS is the interval the run's heartbeats follow.
+	HeartbeatMS int `json:"heartbeat_ms"`
+}
+
+// CancelEvent cancels a run.
+type CancelEvent struct {
+	RunID  string `json:"run_id"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// SessionDeletedEvent says a session is gone.
+type SessionDeletedEvent struct {
+	AccountID string `json:"account_id"`
+	SessionID string `json:"session_id"`
+}
+
+// Event types (SPEC §9); the JSON of an Event is the SSE data block.
+const (
+	EventStart      = "start"
+	EventText       = "text"
+	EventReasoning  = "reasoning"
+	EventToolCall   = "tool_call"
+	EventToolResult = "tool_result"
+	EventTodos      = "todos"
+	EventUsage      = "usage"
+	EventNotice     = "notice"
+	EventError      = "error"
+	EventHeartbeat  = "heartbeat"
+	EventEnd        = "end"
+)
+
+// Finish reasons of an end event.
+const (
+	FinishStop        = "stop"
+	FinishError       = "error"
+	FinishUnavailable = "unavailable"
+	FinishEmpty       = "empty"
+	FinishCancelled   = "cancelled"
+)
+
+// Tool result statuses.
+const (
+	StatusOK      = "ok"
+	StatusPartial = "partial"
+	StatusError   = "error"
+)
+
+// Todo is one item of the planning list.
+type Todo struct {
+	Content string `json:"content"`
+	// Status is pending, in_progress or completed.
+	Status string `json:"status"`
+}
+
+// Event is one numbered event of a run. Only the fields of its Type are set.
+type Event struct {
+	// Seq numbers the events of a run from 1, so the receiver can detect
+	// loss and reorder.
+	Seq  int64  `json:"seq,omitempty"`
+	Type string `json:"type"`
+	// ID is the run id (start) or the tool call id (tool_call).
+	ID        string `json:"id,omitempty"`
+	SessionID string `json:"session_id,omitempty"`
+	Text      string `json:"text,omitempty"`
+	Reasoning string `json:"reasoning,omitempty"`
+	// Name and Args describe a tool call.
+	Name string          `json:"name,omitempty"`
+	Args json.RawMessage `json:"args,omitempty"`
+	// ToolCallID, Content, Status, ErrorKind and Truncated describe a tool result.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+	Content    string `json:"content,omitempty"`
+	Status     string `json:"status,omitempty"`
+	ErrorKind  string `json:"error_kind,omitempty"`
+	Truncated  bool   `json:"truncated,omitempty"`
+	// Items is the todo list.
+	Items []Todo `json:"items,omitempty"`
+	// Token counts of a usage event.
+	InputTokens      int64 `json:"input_tokens,omitempty"`
+	OutputTokens     int64 `json:"output_tokens,omitempty"`
+	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// Message is the text of a notice or an error.
+	Message      string `json:"message,omitempty"`
+	FinishReason string `json:"finish_reason,omitempty"`
+}

@@ -1,0 +1,99 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Client is the typed client of agent-svc.
+type Client struct{ c *wire.Client }
+
+// NewClient returns a Client over c.
+func NewClient(c *wire.Client) *Client { return &Client{c: c} }
+
+// missedHeartbeats is how many heartbeat intervals may pass in silence
+// before a run is declared lost.
+const missedHeartbeats = 3
+
+// Run starts a turn and calls onEvent for each of its events, in sequence
+// order, until the end event (which is delivered too). When ctx ends the
+// run is cancelled on its replica. When the replica goes silent for three
+// heartbeat intervals Run returns an unavailable error; the caller reports
+// it to its client. The returned StartResponse is nil if the run never
+// started.
+func (c *Client) Run(ctx context.Context, req *StartRequest, onEvent func(Event)) (*StartResponse, error) {
+	nc := c.c.Conn()
+	r := *req
+	r.Inbox = nc.NewRespInbox()
+	msgs := make(chan *nats.Msg, 256)
+	sub, err := nc.ChanSubscribe(r.Inbox, msgs)
+	if err != nil {
+		return nil, fmt.Errorf("subscribing to the run inbox: %w", err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	// Generous pending limits: a run's events must not be dropped as slow
+	// consumer while the caller writes to a slow HTTP client.
+	_ = sub.SetPendingLimits(1<<16, 64<<20)
+
+	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	ack, err := wire.Call[StartRequest, StartResponse](startCtx, c.c, SubjectStart, &r)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	hb := time.Duration(ack.HeartbeatMS) * time.Millisecond
+	if hb <= 0 {
+		hb = DefaultHeartbeat
+	}
+	silence := time.NewTimer(missedHeartbeats * hb)
+	defer silence.Stop()
+	next := int64(1)
+	pending := map[int64]Event{}
+	for {
+		select {
+		case <-ctx.Done():
+			_ = c.c.Publish(context.WithoutCancel(ctx), SubjectCancel, &CancelEvent{RunID: r.RunID, Reason: "client went away"})
+			return ack, ctx.Err()
+		case <-silence.C:
+			return ack, wire.Errorf(wire.Unavailable, "the agent stopped responding (no heartbeat for %s)", missedHeartbeats*hb)
+		case m := <-msgs:
+			silence.Reset(missedHeartbeats * hb)
+			var ev Event
+			if err := json.Unmarshal(m.Data, &ev); err != nil {
+				return ack, wire.Errorf(wire.Internal, "decoding a run event: %v", err)
+			}
+			if ev.Seq < next {
+				continue // a duplicate
+			}
+			pending[ev.Seq] = ev
+			for {
+				e, ok := pending[next]
+				if !ok {
+					break
+				}
+				delete(pending, next)
+				next++
+				onEvent(e)
+				if e.Type == EventEnd {
+					return ack, nil
+				}
+			}
+		}
+	}
+}
+
+// Cancel asks the replica running a run to stop it.
+func (c *Client) Cancel(ctx context.Context, ev *CancelEvent) error {
+	return c.c.Publish(ctx, SubjectCancel, ev)
+}
+
+// SessionDeleted tells every replica to forget a session's REPL state.
+func (c *Client) SessionDeleted(ctx context.Context, ev *SessionDeletedEvent) error {
+	return c.c.Publish(ctx, EventSessionDeleted, ev)
+}

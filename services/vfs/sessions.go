@@ -1,0 +1,137 @@
+package vfs
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Subjects of chat sessions (SPEC §9), stored by vfs-svc for agent-svc and
+// the gateway.
+const (
+	SubjectSessionsLoad   = "vfs.sessions.load"
+	SubjectSessionsSave   = "vfs.sessions.save"
+	SubjectSessionsList   = "vfs.sessions.list"
+	SubjectSessionsGet    = "vfs.sessions.get"
+	SubjectSessionsDelete = "vfs.sessions.delete"
+)
+
+// Session is one conversation's summary row.
+type Session struct {
+	ID        string    `json:"id"`
+	Title     string    `json:"title"`
+	Agent     string    `json:"agent,omitempty"`
+	Turns     int       `json:"turns"`
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
+	AccountID string    `json:"-"`
+}
+
+// Turn is one question and its display transcript.
+type Turn struct {
+	Seq      int       `json:"seq"`
+	Question string    `json:"question"`
+	Answer   string    `json:"answer"`
+	Finish   string    `json:"finish_reason"`
+	Created  time.Time `json:"created"`
+	// Events is the display transcript: the turn's events in order,
+	// without heartbeats and with text deltas merged.
+	Events json.RawMessage `json:"events,omitempty"`
+}
+
+// SessionLoadRequest reads the model messages a turn replays.
+type SessionLoadRequest struct {
+	AccountID string `json:"account_id"`
+	SessionID string `json:"session_id"`
+}
+
+// SessionLoadResponse holds the replayable model messages (tool calls
+// paired with their results; older turns possibly summarized).
+type SessionLoadResponse struct {
+	Session  Session         `json:"session"`
+	Messages json.RawMessage `json:"messages"`
+}
+
+// SessionSaveRequest records a finished turn in one transaction: the new
+// model messages replace the old ones, and the turn is appended. A session
+// that does not exist is created for the account; one that belongs to
+// another account is not_found.
+type SessionSaveRequest struct {
+	AccountID string          `json:"account_id"`
+	SessionID string          `json:"session_id"`
+	Title     string          `json:"title,omitempty"`
+	Agent     string          `json:"agent,omitempty"`
+	Messages  json.RawMessage `json:"messages"`
+	Turn      Turn            `json:"turn"`
+}
+
+// SessionListRequest pages through an account's sessions, newest first.
+type SessionListRequest struct {
+	AccountID string `json:"account_id"`
+	// Limit defaults to 20, at most 100.
+	Limit int `json:"limit,omitempty"`
+	// Cursor is the NextCursor of the previous page.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// SessionListResponse is one page.
+type SessionListResponse struct {
+	Sessions   []Session `json:"sessions"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// SessionGetRequest reads a session with its display transcript.
+type SessionGetRequest struct {
+	AccountID string `json:"account_id"`
+	SessionID string `json:"session_id"`
+}
+
+// SessionGetResponse is a session and its turns in order.
+type SessionGetResponse struct {
+	Session Session `json:"session"`
+	Turns   []Turn  `json:"turns"`
+}
+
+// SessionDeleteRequest deletes a session, its turns and its VFS files.
+type SessionDeleteRequest struct {
+	AccountID string `json:"account_id"`
+	SessionID string `json:"session_id"`
+}
+
+// SessionDeleteResponse counts the VFS files removed with the session.
+type SessionDeleteResponse struct {
+	FilesDeleted int64 `json:"files_deleted"`
+}
+
+// Sessions is the typed client of session storage.
+type Sessions struct{ c *wire.Client }
+
+// NewSessions returns a Sessions client over c.
+func NewSessions(c *wire.Client) *Sessions { return &Sessions{c: c} }
+
+// Load reads the model messages of a session (not_found if absent).
+func (s *Sessions) Load(ctx context.Context, req *SessionLoadRequest) (*SessionLoadResponse, error) {
+	return wire.Call[SessionLoadRequest, SessionLoadResponse](ctx, s.c, SubjectSessionsLoad, req)
+}
+
+// Save records a finished turn.
+func (s *Sessions) Save(ctx context.Context, req *SessionSaveRequest) (*Session, error) {
+	return wire.Call[SessionSaveRequest, Session](ctx, s.c, SubjectSessionsSave, req)
+}
+
+// List pages through sessions.
+func (s *Sessions) List(ctx context.Context, req *SessionListRequest) (*SessionListResponse, error) {
+	return wire.Call[SessionListRequest, SessionListResponse](ctx, s.c, SubjectSessionsList, req)
+}
+
+// Get reads a session and its transcript.
+func (s *Sessions) Get(ctx context.Context, req *SessionGetRequest) (*SessionGetResponse, error) {
+	return wire.Call[SessionGetRequest, SessionGetResponse](ctx, s.c, SubjectSessionsGet, req)
+}
+
+// Delete removes a session and its files.
+func (s *Sessions) Delete(ctx context.Context, req *SessionDeleteRequest) (*SessionDeleteResponse, error) {
+	return wire.Call[SessionDeleteRequest, SessionDeleteResponse](ctx, s.c, SubjectSessionsDelete, req)
+}

@@ -1,0 +1,237 @@
+package vfssvc
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// sessionIDPattern keeps session ids safe in paths, subjects and logs.
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+func (s *Service) registerSessions(g *wire.Group) error {
+	return errors.Join(
+		wire.Handle(g, "load", s.loadSession),
+		wire.Handle(g, "save", s.saveSession),
+		wire.Handle(g, "list", s.listSessions),
+		wire.Handle(g, "get", s.getSession),
+		wire.Handle(g, "delete", s.deleteSession),
+	)
+}
+
+func checkSessionIDs(account, session string) error {
+	if _, err := uuid.Parse(account); err != nil {
+		return wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", account)
+	}
+	if session != "" && !sessionIDPattern.MatchString(session) {
+		return wire.Errorf(wire.InvalidArgument, "session id must be 1 to 128 letters, digits, '-' or '_'")
+	}
+	return nil
+}
+
+const sessionCols = `id, title, agent, turns, created, updated`
+
+func scanSession(row pgx.Row, out *vfs.Session) error {
+	return row.Scan(&out.ID, &out.Title, &out.Agent, &out.Turns, &out.Created, &out.Updated)
+}
+
+func (s *Service) loadSession(ctx context.Context, req *vfs.SessionLoadRequest) (*vfs.SessionLoadResponse, error) {
+	if err := checkSessionIDs(req.AccountID, req.SessionID); err != nil {
+		return nil, err
+	}
+	var resp vfs.SessionLoadResponse
+	var msgs []byte
+	err := s.pool.QueryRow(ctx, `SELECT `+sessionCols+`, messages FROM sessions WHERE id = $1 AND account_id = $2`,
+		req.SessionID, req.AccountID).Scan(&resp.Session.ID, &resp.Session.Title, &resp.Session.Agent, &resp.Session.Turns,
+		&resp.Session.Created, &resp.Session.Updated, &msgs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, wire.Errorf(wire.NotFound, "no session %q", req.SessionID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading session: %w", err)
+	}
+	resp.Messages = msgs
+	return &resp, nil
+}
+
+func (s *Service) saveSession(ctx context.Context, req *vfs.SessionSaveRequest) (*vfs.Session, error) {
+	if err := checkSessionIDs(req.AccountID, req.SessionID); err != nil {
+		return nil, err
+	}
+	if req.SessionID == "" {
+		return nil, wire.Errorf(wire.InvalidArgument, "session id is required")
+	}
+	if len(req.Messages) == 0 || !json.Valid(req.Messages) {
+		return nil, wire.Errorf(wire.InvalidArgument, "messages must be a JSON array")
+	}
+	events := req.Turn.Events
+	if len(events) == 0 {
+		events = json.RawMessage("[]")
+	}
+	var out vfs.Session
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		// The upsert never moves a session between accounts: a conflicting
+		// row of another account leaves the WHERE false and returns nothing.
+		err := scanSession(tx.QueryRow(ctx, `
+			INSERT INTO sessions (id, account_id, title, agent, messages, turns)
+			VALUES ($1, $2, $3, $4, $5, 1)
+			ON CONFLICT (id) DO UPDATE SET messages = EXCLUDED.messages, turns = sessions.turns + 1,
+				agent = EXCLUDED.agent, updated = now()
+			WHERE sessions.account_id = EXCLUDED.account_id
+			RETURNING `+sessionCols, req.SessionID, req.AccountID, truncateTitle(req.Title), req.Agent, []byte(req.Messages)), &out)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return wire.Errorf(wire.NotFound, "no session %q", req.SessionID)
+		}
+		if err != nil {
+			return fmt.Errorf("upserting session: %w", err)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO session_turns (session_id, seq, question, answer, finish, events) VALUES ($1, $2, $3, $4, $5, $6)`,
+			req.SessionID, out.Turns, req.Turn.Question, req.Turn.Answer, req.Turn.Finish, []byte(events))
+		if err != nil {
+			return fmt.Errorf("inserting turn: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func truncateTitle(t string) string {
+	t = strings.Join(strings.Fields(t), " ")
+	if r := []rune(t); len(r) > 80 {
+		return string(r[:80]) + "…"
+	}
+	return t
+}
+
+type sessionCursor struct {
+	Updated time.Time `json:"u"`
+	ID      string    `json:"i"`
+}
+
+func (s *Service) listSessions(ctx context.Context, req *vfs.SessionListRequest) (*vfs.SessionListResponse, error) {
+	if err := checkSessionIDs(req.AccountID, ""); err != nil {
+		return nil, err
+	}
+	limit := req.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	limit = min(limit, 100)
+	cur := sessionCursor{Updated: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if req.Cursor != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(req.Cursor)
+		if err != nil || json.Unmarshal(raw, &cur) != nil {
+			return nil, wire.Errorf(wire.InvalidArgument, "cursor is not valid")
+		}
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+sessionCols+` FROM sessions WHERE account_id = $1 AND (updated, id) < ($2, $3)
+		ORDER BY updated DESC, id DESC LIMIT $4`, req.AccountID, cur.Updated, cur.ID, limit+1)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	defer rows.Close()
+	resp := &vfs.SessionListResponse{Sessions: []vfs.Session{}}
+	for rows.Next() {
+		var ss vfs.Session
+		if err := scanSession(rows, &ss); err != nil {
+			return nil, fmt.Errorf("scanning session: %w", err)
+		}
+		resp.Sessions = append(resp.Sessions, ss)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	if len(resp.Sessions) > limit {
+		resp.Sessions = resp.Sessions[:limit]
+		last := resp.Sessions[limit-1]
+		raw, _ := json.Marshal(sessionCursor{Updated: last.Updated, ID: last.ID})
+		resp.NextCursor = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	return resp, nil
+}
+
+func (s *Service) getSession(ctx context.Context, req *vfs.SessionGetRequest) (*vfs.SessionGetResponse, error) {
+	if err := checkSessionIDs(req.AccountID, req.SessionID); err != nil {
+		return nil, err
+	}
+	resp := &vfs.SessionGetResponse{Turns: []vfs.Turn{}}
+	err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1 AND account_id = $2`,
+		req.SessionID, req.AccountID), &resp.Session)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, wire.Errorf(wire.NotFound, "no session %q", req.SessionID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading session: %w", err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT seq, question, answer, finish, events, created FROM session_turns WHERE session_id = $1 ORDER BY seq`, req.SessionID)
+	if err != nil {
+		return nil, fmt.Errorf("reading turns: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t vfs.Turn
+		var ev []byte
+		if err := rows.Scan(&t.Seq, &t.Question, &t.Answer, &t.Finish, &ev, &t.Created); err != nil {
+			return nil, fmt.Errorf("scanning turn: %w", err)
+		}
+		t.Events = ev
+		resp.Turns = append(resp.Turns, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading turns: %w", err)
+	}
+	return resp, nil
+}
+
+func (s *Service) deleteSession(ctx context.Context, req *vfs.SessionDeleteRequest) (*vfs.SessionDeleteResponse, error) {
+	if err := checkSessionIDs(req.AccountID, req.SessionID); err != nil {
+		return nil, err
+	}
+	if req.SessionID == "" {
+		return nil, wire.Errorf(wire.InvalidArgument, "session id is required")
+	}
+	resp := &vfs.SessionDeleteResponse{}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND account_id = $2`, req.SessionID, req.AccountID)
+		if err != nil {
+			return fmt.Errorf("deleting session: %w", err)
+		}
+		if tag.RowsAffected() == 0 {
+			return wire.Errorf(wire.NotFound, "no session %q", req.SessionID)
+		}
+		// The session's files go too, and the account's usage row (locked
+		// first, as every VFS write does) shrinks by their size.
+		if _, err := tx.Exec(ctx, `SELECT 1 FROM vfs_usage WHERE account_id = $1 FOR UPDATE`, req.AccountID); err != nil {
+			return fmt.Errorf("locking usage: %w", err)
+		}
+		var n, bytes int64
+		err = tx.QueryRow(ctx, `WITH d AS (DELETE FROM vfs_files WHERE account_id = $1 AND session_id = $2 RETURNING size)
+			SELECT count(*), coalesce(sum(size), 0) FROM d`, req.AccountID, req.SessionID).Scan(&n, &bytes)
+		if err != nil {
+			return fmt.Errorf("deleting session files: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE vfs_usage SET bytes = greatest(bytes - $2, 0) WHERE account_id = $1`, req.AccountID, bytes); err != nil {
+			return fmt.Errorf("updating usage: %w", err)
+		}
+		resp.FilesDeleted = n
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
