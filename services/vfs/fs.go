@@ -106,10 +106,9 @@ type ReadResponse struct {
 }
 
 // WriteRequest writes a whole file. Without Overwrite it only creates
-// (already_exists if the file exists). With Overwrite it replaces the file
-// (creating it if missing); a non-zero ExpectedVersion must then equal the
-// file's version, else failed_precondition (and zero means "must not
-// exist" is not implied: use create-only for that).
+// (already_exists if the file exists). With Overwrite it replaces the file,
+// creating it if missing; a non-zero ExpectedVersion must then equal the
+// file's current version, else failed_precondition.
 type WriteRequest struct {
 	Scope
 	Path            string `json:"path"`

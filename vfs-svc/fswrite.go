@@ -1,0 +1,338 @@
+package vfssvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// change is one account's write transaction. begin locks the account's
+// usage row, which serialises the account's changes: the checks that keep
+// the tree consistent (no file below a file, no file where a directory is)
+// and the quota then cannot race.
+type change struct {
+	s     *Service
+	tx    pgx.Tx
+	used  int64
+	delta int64
+}
+
+func (s *Service) begin(ctx context.Context, account string) (*change, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("beginning transaction: %w", err)
+	}
+	c := &change{s: s, tx: tx}
+	_, err = tx.Exec(ctx, `INSERT INTO vfs_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING`, account)
+	if err == nil {
+		err = tx.QueryRow(ctx, `SELECT bytes FROM vfs_usage WHERE account_id = $1 FOR UPDATE`, account).Scan(&c.used)
+	}
+	if err != nil {
+		_ = tx.Rollback(ctx)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+			return nil, wire.Errorf(wire.NotFound, "no such account")
+		}
+		return nil, fmt.Errorf("locking account usage: %w", err)
+	}
+	return c, nil
+}
+
+// grow accounts for size going from old to new bytes, within the limits.
+func (c *change) grow(old, new int64) error {
+	if new > int64(c.s.maxFile) {
+		return wire.Errorf(wire.ResourceExhausted, "file would be %d bytes; the limit is %d (VFS_MAX_FILE_BYTES)", new, c.s.maxFile)
+	}
+	if d := new - old; d > 0 && c.used+c.delta+d > int64(c.s.quota) {
+		return wire.Errorf(wire.ResourceExhausted, "account quota of %d bytes would be exceeded (VFS_QUOTA_BYTES)", c.s.quota)
+	}
+	c.delta += new - old
+	return nil
+}
+
+// commit records the usage change and commits.
+func (c *change) commit(ctx context.Context, account string) error {
+	if c.delta != 0 {
+		if _, err := c.tx.Exec(ctx, `UPDATE vfs_usage SET bytes = bytes + $2 WHERE account_id = $1`, account, c.delta); err != nil {
+			return fmt.Errorf("updating usage: %w", err)
+		}
+	}
+	if err := c.tx.Commit(ctx); err != nil {
+		return fmt.Errorf("committing: %w", err)
+	}
+	return nil
+}
+
+func (c *change) rollback(ctx context.Context) { _ = c.tx.Rollback(context.WithoutCancel(ctx)) }
+
+// placeable checks that a file may exist at l: no ancestor is a file and l
+// is not a directory.
+func (c *change) placeable(ctx context.Context, l loc) error {
+	var blocker string
+	err := c.tx.QueryRow(ctx, `SELECT path FROM vfs_files
+		WHERE account_id = $1 AND session_id = $2 AND path = ANY($3) LIMIT 1`,
+		l.account, l.session(), ancestors(l.path)).Scan(&blocker)
+	if err == nil {
+		return wire.Errorf(wire.NotDir, "%s is a file, so %s cannot be created", blocker, l.path)
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("checking parents: %w", err)
+	}
+	if _, dir, err := lookup(ctx, c.tx, l); err != nil {
+		return err
+	} else if dir {
+		return wire.Errorf(wire.IsDir, "%s is a directory", l.path)
+	}
+	return nil
+}
+
+// checkContent refuses what Postgres text cannot hold.
+func checkContent(s string) error {
+	if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
+		return wire.Errorf(wire.InvalidArgument, "content must be UTF-8 text without NUL bytes")
+	}
+	return nil
+}
+
+func (s *Service) write(ctx context.Context, req *vfs.WriteRequest) (*vfs.FileInfo, error) {
+	l, err := resolve(req.Scope, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.writable(); err != nil {
+		return nil, err
+	}
+	if err := checkContent(req.Content); err != nil {
+		return nil, err
+	}
+	if req.ExpectedVersion < 0 {
+		return nil, wire.Errorf(wire.InvalidArgument, "expected_version must not be negative")
+	}
+	c, err := s.begin(ctx, l.account)
+	if err != nil {
+		return nil, err
+	}
+	defer c.rollback(ctx)
+	if err := c.placeable(ctx, l); err != nil {
+		return nil, err
+	}
+	cur, _, err := lookup(ctx, c.tx, l)
+	if err != nil {
+		return nil, err
+	}
+	var old int64
+	switch {
+	case cur != nil && !req.Overwrite:
+		return nil, wire.Errorf(wire.AlreadyExists, "%s exists (version %d)", l.path, cur.version)
+	case req.ExpectedVersion > 0 && (cur == nil || cur.version != req.ExpectedVersion):
+		return nil, versionConflict(l.path, req.ExpectedVersion, cur)
+	case cur != nil:
+		old = cur.size
+	}
+	if err := c.grow(old, int64(len(req.Content))); err != nil {
+		return nil, err
+	}
+	f := file{size: int64(len(req.Content))}
+	err = c.tx.QueryRow(ctx, `INSERT INTO vfs_files (account_id, session_id, path, content, size, version)
+		VALUES ($1, $2, $3, $4, $5, 1)
+		ON CONFLICT (account_id, session_id, path) DO UPDATE
+		SET content = excluded.content, size = excluded.size, version = vfs_files.version + 1, modified = now()
+		RETURNING version, modified`,
+		l.account, l.session(), l.path, req.Content, f.size).Scan(&f.version, &f.modified)
+	if err != nil {
+		return nil, fmt.Errorf("writing %s: %w", l.path, err)
+	}
+	if err := c.commit(ctx, l.account); err != nil {
+		return nil, err
+	}
+	return f.info(l.path), nil
+}
+
+func versionConflict(p string, want int64, cur *file) error {
+	if cur == nil {
+		return wire.Errorf(wire.FailedPrecondition, "%s does not exist, expected version %d", p, want)
+	}
+	return wire.Errorf(wire.FailedPrecondition, "%s is at version %d, expected %d", p, cur.version, want)
+}
+
+func (s *Service) edit(ctx context.Context, req *vfs.EditRequest) (*vfs.EditResponse, error) {
+	l, err := resolve(req.Scope, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.writable(); err != nil {
+		return nil, err
+	}
+	if req.Old == "" {
+		return nil, wire.Errorf(wire.InvalidArgument, "old must not be empty")
+	}
+	if err := checkContent(req.New); err != nil {
+		return nil, err
+	}
+	c, err := s.begin(ctx, l.account)
+	if err != nil {
+		return nil, err
+	}
+	defer c.rollback(ctx)
+	var content string
+	var cur file
+	err = c.tx.QueryRow(ctx, `SELECT content, size, version FROM vfs_files
+		WHERE account_id = $1 AND session_id = $2 AND path = $3`,
+		l.account, l.session(), l.path).Scan(&content, &cur.size, &cur.version)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, s.notAFile(ctx, l)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", l.path, err)
+	}
+	if req.ExpectedVersion > 0 && req.ExpectedVersion != cur.version {
+		return nil, versionConflict(l.path, req.ExpectedVersion, &cur)
+	}
+	n := strings.Count(content, req.Old)
+	switch {
+	case n == 0:
+		return nil, wire.Errorf(wire.FailedPrecondition, "old text not found in %s", l.path)
+	case n > 1 && !req.ReplaceAll:
+		return nil, wire.Errorf(wire.FailedPrecondition, "old text occurs %d times in %s; give more context or set replace_all", n, l.path)
+	}
+	content = strings.ReplaceAll(content, req.Old, req.New)
+	if err := c.grow(cur.size, int64(len(content))); err != nil {
+		return nil, err
+	}
+	f := file{size: int64(len(content))}
+	err = c.tx.QueryRow(ctx, `UPDATE vfs_files SET content = $4, size = $5, version = version + 1, modified = now()
+		WHERE account_id = $1 AND session_id = $2 AND path = $3 RETURNING version, modified`,
+		l.account, l.session(), l.path, content, f.size).Scan(&f.version, &f.modified)
+	if err != nil {
+		return nil, fmt.Errorf("editing %s: %w", l.path, err)
+	}
+	if err := c.commit(ctx, l.account); err != nil {
+		return nil, err
+	}
+	return &vfs.EditResponse{FileInfo: *f.info(l.path), Replaced: n}, nil
+}
+
+func (s *Service) delete(ctx context.Context, req *vfs.DeleteRequest) (*vfs.DeleteResponse, error) {
+	l, err := resolve(req.Scope, req.Path)
+	if err != nil {
+		return nil, err
+	}
+	if l.kind == locMount {
+		return nil, l.writable()
+	}
+	if l.kind == locRoot {
+		return nil, wire.Errorf(wire.InvalidArgument, "refusing to delete /")
+	}
+	c, err := s.begin(ctx, l.account)
+	if err != nil {
+		return nil, err
+	}
+	defer c.rollback(ctx)
+	var freed, n int64
+	err = c.tx.QueryRow(ctx, `WITH d AS (DELETE FROM vfs_files
+		WHERE account_id = $1 AND session_id = $2 AND path = $3 RETURNING size)
+		SELECT coalesce(sum(size), 0), count(*) FROM d`, l.account, l.session(), l.path).Scan(&freed, &n)
+	if err != nil {
+		return nil, fmt.Errorf("deleting %s: %w", l.path, err)
+	}
+	if n == 0 {
+		_, dir, err := lookup(ctx, c.tx, l)
+		switch {
+		case err != nil:
+			return nil, err
+		case !dir:
+			return nil, wire.Errorf(wire.NotFound, "%s does not exist", l.path)
+		case !req.Recursive:
+			return nil, wire.Errorf(wire.NotEmpty, "%s is a directory; set recursive to delete it and everything in it", l.path)
+		}
+		lo, hi := l.prefix()
+		err = c.tx.QueryRow(ctx, `WITH d AS (DELETE FROM vfs_files
+			WHERE account_id = $1 AND session_id = $2 AND path >= $3 AND path < $4 RETURNING size)
+			SELECT coalesce(sum(size), 0), count(*) FROM d`, l.account, l.session(), lo, hi).Scan(&freed, &n)
+		if err != nil {
+			return nil, fmt.Errorf("deleting %s: %w", l.path, err)
+		}
+	}
+	c.delta -= freed
+	if err := c.commit(ctx, l.account); err != nil {
+		return nil, err
+	}
+	return &vfs.DeleteResponse{Deleted: n}, nil
+}
+
+func (s *Service) move(ctx context.Context, req *vfs.MoveRequest) (*vfs.MoveResponse, error) {
+	from, err := resolve(req.Scope, req.From)
+	if err != nil {
+		return nil, err
+	}
+	to, err := resolve(req.Scope, req.To)
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range []loc{from, to} {
+		if err := l.writable(); err != nil {
+			return nil, err
+		}
+	}
+	if from.path == to.path || strings.HasPrefix(to.path, from.path+"/") {
+		return nil, wire.Errorf(wire.InvalidArgument, "cannot move %s onto or into itself", from.path)
+	}
+	c, err := s.begin(ctx, from.account)
+	if err != nil {
+		return nil, err
+	}
+	defer c.rollback(ctx)
+	src, srcDir, err := lookup(ctx, c.tx, from)
+	if err != nil {
+		return nil, err
+	}
+	if src == nil && !srcDir {
+		return nil, wire.Errorf(wire.NotFound, "%s does not exist", from.path)
+	}
+	dst, dstDir, err := lookup(ctx, c.tx, to)
+	switch {
+	case err != nil:
+		return nil, err
+	case dstDir:
+		return nil, wire.Errorf(wire.AlreadyExists, "%s is an existing directory", to.path)
+	case dst != nil && (srcDir || !req.Overwrite):
+		return nil, wire.Errorf(wire.AlreadyExists, "%s exists; set overwrite to replace it", to.path)
+	}
+	if err := c.placeable(ctx, to); err != nil {
+		return nil, err
+	}
+	if dst != nil {
+		if _, err := c.tx.Exec(ctx, `DELETE FROM vfs_files WHERE account_id = $1 AND session_id = $2 AND path = $3`,
+			to.account, to.session(), to.path); err != nil {
+			return nil, fmt.Errorf("replacing %s: %w", to.path, err)
+		}
+		c.delta -= dst.size
+	}
+	var tag pgconn.CommandTag
+	if src != nil {
+		tag, err = c.tx.Exec(ctx, `UPDATE vfs_files SET session_id = $4, path = $5, version = version + 1, modified = now()
+			WHERE account_id = $1 AND session_id = $2 AND path = $3`,
+			from.account, from.session(), from.path, to.session(), to.path)
+	} else {
+		lo, hi := from.prefix()
+		tag, err = c.tx.Exec(ctx, `UPDATE vfs_files SET session_id = $5, path = $6 || substr(path, $7),
+			version = version + 1, modified = now()
+			WHERE account_id = $1 AND session_id = $2 AND path >= $3 AND path < $4`,
+			from.account, from.session(), lo, hi, to.session(), to.path, utf8.RuneCountInString(from.path)+1)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("moving %s: %w", from.path, err)
+	}
+	if err := c.commit(ctx, from.account); err != nil {
+		return nil, err
+	}
+	return &vfs.MoveResponse{Moved: tag.RowsAffected()}, nil
+}

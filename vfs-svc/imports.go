@@ -1,0 +1,230 @@
+package vfssvc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// maxChunkBytes bounds one chunk's data (vfs.ChunkBytes plus room for one
+// long line).
+const maxChunkBytes = 2 * vfs.ChunkBytes
+
+// staleImport is how long an import may stay open; older ones are dropped
+// when the next import begins.
+const staleImport = "1 hour"
+
+func (s *Service) importBegin(ctx context.Context, req *vfs.ImportBeginRequest) (*vfs.ImportBeginResponse, error) {
+	if _, err := uuid.Parse(req.AccountID); err != nil {
+		return nil, wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", req.AccountID)
+	}
+	switch {
+	case req.Kind == vfs.KindHealth && (req.Format == vfs.FormatCSV || req.Format == vfs.FormatNDJSON):
+	case req.Kind == vfs.KindGenetic && req.Format == vfs.FormatRaw:
+	default:
+		return nil, wire.Errorf(wire.InvalidArgument, "cannot import kind %q in format %q", req.Kind, req.Format)
+	}
+	if _, err := s.pool.Exec(ctx, `WITH old AS (DELETE FROM data_imports WHERE created < now() - $1::interval RETURNING id),
+		h AS (DELETE FROM import_health WHERE import_id IN (SELECT id FROM old))
+		DELETE FROM import_genetic WHERE import_id IN (SELECT id FROM old)`, staleImport); err != nil {
+		return nil, fmt.Errorf("dropping stale imports: %w", err)
+	}
+	id := uuid.NewString()
+	_, err := s.pool.Exec(ctx, `INSERT INTO data_imports (id, account_id, kind, format) VALUES ($1, $2, $3, $4)`,
+		id, req.AccountID, req.Kind, req.Format)
+	if isForeignKeyViolation(err) {
+		return nil, wire.Errorf(wire.NotFound, "no such account")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening import: %w", err)
+	}
+	return &vfs.ImportBeginResponse{ImportID: id}, nil
+}
+
+func (s *Service) importChunk(ctx context.Context, req *vfs.ImportChunkRequest) (*vfs.ImportChunkResponse, error) {
+	if len(req.Data) > maxChunkBytes {
+		return nil, wire.Errorf(wire.InvalidArgument, "chunk of %d bytes is larger than %d", len(req.Data), maxChunkBytes)
+	}
+	if req.FirstLine < 1 {
+		return nil, wire.Errorf(wire.InvalidArgument, "first_line must be at least 1")
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("beginning transaction: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	imp, err := lockImport(ctx, tx, req.AccountID, req.ImportID)
+	if err != nil {
+		return nil, err
+	}
+	if req.Seq != imp.nextSeq {
+		return nil, wire.Errorf(wire.FailedPrecondition, "chunk %d arrived, chunk %d was expected", req.Seq, imp.nextSeq)
+	}
+	var src pgx.CopyFromSource
+	var table string
+	var cols []string
+	var n int
+	var errs []vfs.LineError
+	switch {
+	case imp.kind == vfs.KindGenetic:
+		var rows []geneticRow
+		rows, errs = parseGenetic(req.Data, req.FirstLine)
+		n, table, cols = len(rows), "import_genetic", []string{"import_id", "line", "rsid", "chromosome", "position", "genotype"}
+		src = pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+			r := rows[i]
+			return []any{req.ImportID, r.line, r.RSID, r.Chromosome, r.Position, r.Genotype}, nil
+		})
+	default:
+		var rows []healthRow
+		if imp.format == vfs.FormatCSV {
+			rows, errs = parseHealthCSV(req.Data, req.FirstLine)
+		} else {
+			rows, errs = parseHealthNDJSON(req.Data, req.FirstLine)
+		}
+		n, table, cols = len(rows), "import_health", []string{"import_id", "line", "indicator", "value", "unit", "time", "source"}
+		src = pgx.CopyFromSlice(n, func(i int) ([]any, error) {
+			r := rows[i]
+			return []any{req.ImportID, r.line, r.Indicator, r.Value, r.Unit, r.Time, r.Source}, nil
+		})
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{table}, cols, src); err != nil {
+		return nil, fmt.Errorf("staging chunk: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE data_imports SET next_seq = next_seq + 1, valid = valid + $2, errors = errors + $3 WHERE id = $1`,
+		req.ImportID, n, len(errs)); err != nil {
+		return nil, fmt.Errorf("recording chunk: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("committing chunk: %w", err)
+	}
+	return &vfs.ImportChunkResponse{Rows: int64(n), Errors: errs}, nil
+}
+
+// openImport is an import session's state.
+type openImport struct {
+	kind, format          string
+	nextSeq, valid, nerrs int64
+}
+
+// lockImport locks the account's import row for the transaction, so that
+// chunks and the commit of one import never interleave.
+func lockImport(ctx context.Context, tx pgx.Tx, account, id string) (*openImport, error) {
+	if _, err := uuid.Parse(account); err != nil {
+		return nil, wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", account)
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, wire.Errorf(wire.InvalidArgument, "import id %q is not a UUID", id)
+	}
+	var imp openImport
+	err := tx.QueryRow(ctx, `SELECT kind, format, next_seq, valid, errors FROM data_imports
+		WHERE id = $1 AND account_id = $2 FOR UPDATE`, id, account).
+		Scan(&imp.kind, &imp.format, &imp.nextSeq, &imp.valid, &imp.nerrs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, wire.Errorf(wire.NotFound, "no open import %s for this account", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading import: %w", err)
+	}
+	return &imp, nil
+}
+
+// dropImport removes an import and its staged rows.
+func dropImport(ctx context.Context, tx pgx.Tx, id string) error {
+	_, err := tx.Exec(ctx, `WITH i AS (DELETE FROM data_imports WHERE id = $1),
+		h AS (DELETE FROM import_health WHERE import_id = $1)
+		DELETE FROM import_genetic WHERE import_id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("dropping import: %w", err)
+	}
+	return nil
+}
+
+// Upserts from the staging tables. The last line wins among duplicates
+// within one import (ON CONFLICT cannot touch a row twice), and a row
+// already stored is updated in place, so importing a file twice changes
+// nothing.
+const (
+	upsertHealth = `WITH src AS (
+			SELECT DISTINCT ON (indicator, time, source) indicator, value, unit, time, source
+			FROM import_health WHERE import_id = $1 ORDER BY indicator, time, source, line DESC),
+		up AS (INSERT INTO health_series (account_id, indicator, value, unit, time, source)
+			SELECT $2, indicator, value, unit, time, source FROM src
+			ON CONFLICT (account_id, indicator, time, source) DO UPDATE SET value = excluded.value, unit = excluded.unit
+			RETURNING xmax = 0 AS inserted)
+		SELECT count(*), count(*) FILTER (WHERE inserted) FROM up`
+	upsertGenetic = `WITH src AS (
+			SELECT DISTINCT ON (rsid) rsid, chromosome, position, genotype
+			FROM import_genetic WHERE import_id = $1 ORDER BY rsid, line DESC),
+		up AS (INSERT INTO genetic_variants (account_id, rsid, chromosome, position, genotype)
+			SELECT $2, rsid, chromosome, position, genotype FROM src
+			ON CONFLICT (account_id, rsid) DO UPDATE
+			SET chromosome = excluded.chromosome, position = excluded.position, genotype = excluded.genotype
+			RETURNING xmax = 0 AS inserted)
+		SELECT count(*), count(*) FILTER (WHERE inserted) FROM up`
+)
+
+func (s *Service) importCommit(ctx context.Context, req *vfs.ImportCommitRequest) (*vfs.ImportResult, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("beginning transaction: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	imp, err := lockImport(ctx, tx, req.AccountID, req.ImportID)
+	if err != nil {
+		return nil, err
+	}
+	res := &vfs.ImportResult{Kind: imp.kind, Valid: imp.valid, ErrorCount: imp.nerrs}
+	if imp.nerrs == 0 || req.Partial {
+		q := upsertHealth
+		if imp.kind == vfs.KindGenetic {
+			q = upsertGenetic
+		}
+		if err := tx.QueryRow(ctx, q, req.ImportID, req.AccountID).Scan(&res.Written, &res.Inserted); err != nil {
+			return nil, fmt.Errorf("storing import: %w", err)
+		}
+		res.Committed = true
+	}
+	if err := dropImport(ctx, tx, req.ImportID); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("committing import: %w", err)
+	}
+	if res.Committed {
+		s.announce(ctx, req.AccountID, imp.kind)
+	}
+	return res, nil
+}
+
+func (s *Service) importAbort(ctx context.Context, req *vfs.ImportAbortRequest) (*wire.Empty, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("beginning transaction: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := lockImport(ctx, tx, req.AccountID, req.ImportID); err != nil {
+		return nil, err
+	}
+	if err := dropImport(ctx, tx, req.ImportID); err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("committing abort: %w", err)
+	}
+	return &wire.Empty{}, nil
+}
+
+// announce publishes events.data.changed.<account>; a failure is logged,
+// since the data change itself has happened.
+func (s *Service) announce(ctx context.Context, account string, kinds ...string) {
+	ev := &vfs.DataChangedEvent{AccountID: account, Kinds: kinds}
+	if err := s.node.Client.Publish(ctx, vfs.EventDataChanged(account), ev); err != nil {
+		s.log.WarnContext(ctx, "publishing data change failed", "account_id", account, "err", err)
+	}
+}
