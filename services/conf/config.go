@@ -61,9 +61,10 @@ type Config struct {
 	TurnTimeoutS    int                 `key:"TURN_TIMEOUT_S" default:"600" min:"1"`
 
 	// vfs-svc.
-	VFSMaxFileBytes int `key:"VFS_MAX_FILE_BYTES" default:"10485760" min:"1"`
-	VFSQuotaBytes   int `key:"VFS_QUOTA_BYTES" default:"1073741824" min:"1"`
-	DBMaxConns      int `key:"DB_MAX_CONNS" default:"10" min:"1"`
+	VFSMaxFileBytes    int `key:"VFS_MAX_FILE_BYTES" default:"10485760" min:"1"`
+	VFSQuotaBytes      int `key:"VFS_QUOTA_BYTES" default:"1073741824" min:"1"`
+	DataImportMaxBytes int `key:"DATA_IMPORT_MAX_BYTES" default:"268435456" min:"1024"`
+	DBMaxConns         int `key:"DB_MAX_CONNS" default:"10" min:"1"`
 }
 
 // Provider is one entry of PROVIDERS_DEEP or PROVIDERS_BASE.
