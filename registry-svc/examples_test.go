@@ -1,0 +1,43 @@
+package registrysvc
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestExampleTools keeps the repository's tools/ folder (used by dev)
+// discoverable and working.
+func TestExampleTools(t *testing.T) {
+	t.Run("without an API key", func(t *testing.T) {
+		t.Setenv("OPENWEATHER_API_KEY", "")
+		e := start(t, map[string]string{"MCP_TOOL_DIRS": "../tools,builtin", "PYTHON_WORKERS": "1"})
+		got := e.names(t, alice)
+		want := []string{"body_mass_index", "current_time", "heart_rate_zones", "read_skill", "whoami"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("tools = %v, want %v", got, want)
+		}
+		calls := []struct{ tool, args, want string }{
+			{"body_mass_index", `{"weight": 70, "height": 175}`, `"healthy weight"`},
+			{"heart_rate_zones", `{"age": 40, "resting_heart_rate": 60}`, `"karvonen"`},
+			{"current_time", `{"timezone": "Europe/Paris"}`, `"weekday"`},
+			{"whoami", `{}`, `"acct-alice"`},
+		}
+		for _, c := range calls {
+			r, err := e.call(t, alice, c.tool, c.args)
+			if err != nil || r.IsError || !strings.Contains(text(r), c.want) {
+				t.Errorf("%s: %v %v", c.tool, r, err)
+			}
+		}
+		if strings.Contains(e.logs.String(), "level=WARN") {
+			t.Errorf("the example tools produced warnings:\n%s", e.logs.String())
+		}
+	})
+	t.Run("with an API key", func(t *testing.T) {
+		t.Setenv("OPENWEATHER_API_KEY", "test-key")
+		e := start(t, map[string]string{"MCP_TOOL_DIRS": "../tools", "PYTHON_WORKERS": "1"})
+		if !slices.Contains(e.names(t, alice), "current_weather") {
+			t.Error("WeatherService is not enabled by its API key")
+		}
+	})
+}
