@@ -130,5 +130,6 @@ func (s *Service) routes() *echo.Echo {
 	e.GET("/.well-known/oauth-protected-resource/mcp", s.protectedResourceMetadata)
 	api := e.Group("/api", s.requireAuth("api"))
 	api.GET("/me", s.me)
+	s.dataRoutes(api)
 	return e
 }

@@ -1,0 +1,151 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// importTimeout bounds one whole import; a large genetic file is many
+// chunk round trips.
+const importTimeout = 10 * time.Minute
+
+// dataRoutes adds the user data endpoints (SPEC §11) to the /api group.
+func (s *Service) dataRoutes(api *echo.Group) {
+	api.POST("/data/health", s.importHealth)
+	api.POST("/data/genetic", s.importGenetic)
+	api.DELETE("/data/health", s.deleteHealth)
+	api.DELETE("/data/genetic", s.deleteGenetic)
+}
+
+// importHealth answers POST /api/data/health: CSV
+// (indicator,value,unit,time[,source]) or a JSON array. The format comes
+// from ?format=csv|json, else the Content-Type, else the first byte.
+func (s *Service) importHealth(c echo.Context) error {
+	body := bufio.NewReader(s.importBody(c))
+	format := c.QueryParam("format")
+	if format == "" {
+		format = vfs.FormatCSV
+		if strings.Contains(c.Request().Header.Get(echo.HeaderContentType), "json") || firstByte(body) == '[' {
+			format = vfs.FormatJSON
+		}
+	}
+	if format != vfs.FormatCSV && format != vfs.FormatJSON {
+		return wire.Errorf(wire.InvalidArgument, "format %q: want csv or json", format)
+	}
+	return s.runImport(c, vfs.KindHealth, format, body)
+}
+
+// importGenetic answers POST /api/data/genetic: a 23andMe or AncestryDNA
+// raw data file.
+func (s *Service) importGenetic(c echo.Context) error {
+	return s.runImport(c, vfs.KindGenetic, vfs.FormatRaw, s.importBody(c))
+}
+
+func (s *Service) importBody(c echo.Context) io.Reader {
+	return http.MaxBytesReader(c.Response(), c.Request().Body, int64(s.opts.Config.DataImportMaxBytes))
+}
+
+// firstByte peeks at the first non-space byte of r.
+func firstByte(r *bufio.Reader) byte {
+	for i := 1; i <= 512; i++ {
+		b, err := r.Peek(i)
+		if len(b) < i || err != nil {
+			return 0
+		}
+		if c := b[i-1]; c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != 0xEF && c != 0xBB && c != 0xBF {
+			return c
+		}
+	}
+	return 0
+}
+
+// runImport streams the body to vfs-svc. A committed import answers 200; an
+// atomic import stopped by invalid lines answers 422 with the line errors
+// (nothing was written).
+func (s *Service) runImport(c echo.Context, kind, format string, body io.Reader) error {
+	partial, err := boolParam(c, "partial")
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Request().Context(), importTimeout)
+	defer cancel()
+	res, err := vfs.NewData(s.node.Client).Import(ctx, &vfs.ImportRequest{
+		AccountID: principal(c).AccountID, Kind: kind, Format: format, Partial: partial}, body)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return wire.Errorf(wire.ResourceExhausted, "upload is larger than %d bytes (DATA_IMPORT_MAX_BYTES)", mbe.Limit)
+	}
+	if err != nil {
+		return err
+	}
+	status := http.StatusOK
+	if !res.Committed {
+		status = http.StatusUnprocessableEntity
+	}
+	return c.JSON(status, res)
+}
+
+// deleteHealth answers DELETE /api/data/health: every row, or those of
+// ?indicator=… (repeatable) between ?start= and ?end=.
+func (s *Service) deleteHealth(c echo.Context) error {
+	req := &vfs.HealthDeleteRequest{AccountID: principal(c).AccountID, Indicators: c.QueryParams()["indicator"]}
+	var err error
+	if req.Start, err = timeParam(c, "start"); err != nil {
+		return err
+	}
+	if req.End, err = timeParam(c, "end"); err != nil {
+		return err
+	}
+	resp, err := vfs.NewData(s.node.Client).DeleteHealth(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// deleteGenetic answers DELETE /api/data/genetic: every variant, or those
+// of ?rsid=… (repeatable).
+func (s *Service) deleteGenetic(c echo.Context) error {
+	resp, err := vfs.NewData(s.node.Client).DeleteGenetic(c.Request().Context(),
+		&vfs.GeneticDeleteRequest{AccountID: principal(c).AccountID, RSIDs: c.QueryParams()["rsid"]})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+func boolParam(c echo.Context, name string) (bool, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, wire.Errorf(wire.InvalidArgument, "%s=%q is not a boolean", name, v)
+	}
+	return b, nil
+}
+
+func timeParam(c echo.Context, name string) (*time.Time, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return &t, nil
+		}
+	}
+	return nil, wire.Errorf(wire.InvalidArgument, "%s=%q is not an ISO date or date-time", name, v)
+}
