@@ -58,7 +58,7 @@ var fakeTools = []registry.Tool{
 var privateTool = registry.Tool{Name: "private", Description: "personal tool", InputSchema: json.RawMessage(`{"type":"object"}`), RequiresData: vfs.KindHealth}
 
 // startFakes serves the fake registry and vfs on a fresh NATS server.
-func startFakes(t *testing.T) *fakes {
+func startFakes(t testing.TB) *fakes {
 	t.Helper()
 	f := &fakes{url: servicetest.NATS(t), started: make(chan string, 16)}
 	f.nc = servicetest.Conn(t, f.url)
@@ -157,7 +157,7 @@ func (f *fakes) call(ctx context.Context, req *registry.CallRequest) (*registry.
 	return nil, wire.Errorf(wire.NotFound, "unknown tool %q", req.Name)
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +184,15 @@ func testConfig(t *testing.T, natsURL string) *conf.Config {
 // startGateway starts a gateway on cfg and returns its /mcp URL.
 func startGateway(t *testing.T, cfg *conf.Config) string {
 	t.Helper()
+	return mcpURL(startService(t, cfg))
+}
+
+// mcpURL is the /mcp URL of a started gateway.
+func mcpURL(s *Service) string { return "http://" + s.Addr() + "/mcp" }
+
+// startService starts a gateway on cfg.
+func startService(t *testing.T, cfg *conf.Config) *Service {
+	t.Helper()
 	s := New(Options{Config: cfg, Log: servicetest.Logger(t)})
 	must(t, s.Start(context.Background()))
 	t.Cleanup(func() {
@@ -191,7 +200,7 @@ func startGateway(t *testing.T, cfg *conf.Config) string {
 		defer cancel()
 		_ = s.Stop(ctx)
 	})
-	return "http://" + s.Addr() + "/mcp"
+	return s
 }
 
 // post sends body to url with headers given as name, value pairs.

@@ -1,0 +1,239 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/vfs"
+)
+
+// openStream opens a GET or POST event stream and returns a channel of its
+// JSON-RPC messages; the stream closes at cleanup.
+func openStream(t *testing.T, method, url, body string, hdr ...string) (*http.Response, <-chan rpcReply) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	must(t, err)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	ch := make(chan rpcReply, 16)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var r rpcReply
+				if json.Unmarshal([]byte(data), &r) == nil {
+					ch <- r
+				}
+			}
+		}
+	}()
+	return resp, ch
+}
+
+// next waits for the next message on ch.
+func next(t *testing.T, ch <-chan rpcReply) rpcReply {
+	t.Helper()
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			t.Fatal("stream closed")
+		}
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message on the stream")
+	}
+	return rpcReply{}
+}
+
+func TestLegacyStreamListChanged(t *testing.T) {
+	f := startFakes(t)
+	cfg := testConfig(t, f.url)
+	cfg.MCPMaxStreams = 1
+	gw := startService(t, cfg)
+	url := mcpURL(gw)
+	pub := func(subject string, v any) {
+		b, _ := json.Marshal(v)
+		must(t, f.nc.Publish(subject, b))
+	}
+
+	resp, mine := openStream(t, http.MethodGet, url, "", "Authorization", "Bearer "+keyGood)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("GET stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	_, theirs := openStream(t, http.MethodGet, url, "", "Authorization", "Bearer "+keyOther)
+
+	// A second stream for the same account is over MCP_MAX_STREAMS_PER_ACCOUNT.
+	if resp, _ := send(t, http.MethodGet, url, "", "Authorization", "Bearer "+keyGood); resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("second stream: %d, want 429 with Retry-After", resp.StatusCode)
+	}
+
+	// The streams are registered once the hub holds both listeners.
+	waitListeners(t, gw, 2)
+	pub(vfs.EventDataChanged(acctGood), vfs.DataChangedEvent{AccountID: acctGood})
+	if r := next(t, mine); r.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %+v", r)
+	}
+	pub(registry.EventChanged, registry.ChangedEvent{Revision: "2"})
+	if r := next(t, theirs); r.Method != "notifications/tools/list_changed" {
+		t.Fatalf("other account got %+v", r)
+	}
+	if r := next(t, mine); r.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %+v", r)
+	}
+	select {
+	case r := <-theirs:
+		t.Fatalf("the other account saw a change of mine: %+v", r)
+	default:
+	}
+}
+
+// waitListeners waits until n streams are registered on s.
+func waitListeners(t *testing.T, s *Service, n int) {
+	t.Helper()
+	servicetest.Eventually(t, 5*time.Second, func() bool {
+		s.hub.mu.Lock()
+		defer s.hub.mu.Unlock()
+		return len(s.hub.listeners) >= n
+	}, "stream listeners registered")
+}
+
+func TestModernListen(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url))
+	body := `{"jsonrpc":"2.0","id":"sub-1","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,"promptsListChanged":true},` + modernMeta + `}}`
+	resp, ch := openStream(t, http.MethodPost, url, body, modernHeaders("subscriptions/listen", "")...)
+	if resp.StatusCode != 200 {
+		t.Fatalf("listen: %d", resp.StatusCode)
+	}
+	ack := next(t, ch)
+	if ack.Method != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first frame %+v", ack)
+	}
+	if !strings.Contains(string(ack.Params), `"toolsListChanged":true`) || strings.Contains(string(ack.Params), "prompts") ||
+		!strings.Contains(string(ack.Params), `"io.modelcontextprotocol/subscriptionId":"sub-1"`) {
+		t.Errorf("ack %s", ack.Params)
+	}
+	b, _ := json.Marshal(registry.ChangedEvent{Revision: "3"})
+	must(t, f.nc.Publish(registry.EventChanged, b))
+	r := next(t, ch)
+	if r.Method != "notifications/tools/list_changed" || !strings.Contains(string(r.Params), `"sub-1"`) {
+		t.Fatalf("got %+v %s", r, r.Params)
+	}
+}
+
+func TestProgressReachesClient(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url))
+	body := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"progress","arguments":{},"_meta":{"progressToken":"tok"}}}`
+	resp, ch := openStream(t, http.MethodPost, url, body)
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("content type %s", resp.Header.Get("Content-Type"))
+	}
+	var got []rpcReply
+	for r := range ch {
+		got = append(got, r)
+	}
+	if len(got) != 3 || got[0].Method != "notifications/progress" || got[1].Method != "notifications/progress" || string(got[2].ID) != "4" {
+		t.Fatalf("stream %+v", got)
+	}
+	var p struct {
+		ProgressToken string  `json:"progressToken"`
+		Progress      float64 `json:"progress"`
+		Total         float64 `json:"total"`
+	}
+	must(t, json.Unmarshal(got[1].Params, &p))
+	if p.ProgressToken != "tok" || p.Progress != 2 || p.Total != 2 {
+		t.Errorf("progress %+v", p)
+	}
+	// Without a token the reply is plain JSON.
+	resp, b := post(t, url, strings.Replace(body, `,"_meta":{"progressToken":"tok"}`, "", 1))
+	if resp.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(b), "done") {
+		t.Errorf("plain call: %s %s", resp.Header.Get("Content-Type"), b)
+	}
+}
+
+func TestLegacyCancellationReachesTool(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url))
+	resp, _ := post(t, url, initBody)
+	sid := resp.Header.Get(headerSessionID)
+	done := make(chan []byte, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"block"}}`))
+		req.Header.Set(headerSessionID, sid)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- nil
+			return
+		}
+		defer resp.Body.Close()
+		var buf strings.Builder
+		_, _ = bufio.NewReader(resp.Body).WriteTo(&buf)
+		done <- []byte(buf.String())
+	}()
+	callID := <-f.started
+	resp, _ = post(t, url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":77,"reason":"user"}}`, headerSessionID, sid)
+	if resp.StatusCode != 202 {
+		t.Fatalf("cancel: %d", resp.StatusCode)
+	}
+	select {
+	case b := <-done:
+		if !strings.Contains(string(b), "cancelled") {
+			t.Fatalf("call ended with %s", b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tool never saw the cancellation")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.cancels) != 1 || f.cancels[0].CallID != callID || f.cancels[0].Reason != "user" {
+		t.Errorf("cancels %+v, want one for %s", f.cancels, callID)
+	}
+}
+
+func TestModernStreamCloseCancels(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body := `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"block",` + modernMeta + `}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	for _, kv := range [][2]string{{"Content-Type", "application/json"}, {headerProtocolVersion, modernVersion}, {headerMethod, "tools/call"}, {headerName, "block"}} {
+		req.Header.Set(kv[0], kv[1])
+	}
+	errc := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	callID := <-f.started
+	cancel()
+	<-errc
+	servicetest.Eventually(t, 10*time.Second, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.cancels) == 1 && f.cancels[0].CallID == callID
+	}, "closing the stream cancels the call")
+}
