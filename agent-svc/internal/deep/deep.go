@@ -1,0 +1,274 @@
+// Package deep is the Deep agent: our own tool loop around a model
+// provider, with registry tools, a planning list, a filesystem on vfs-svc,
+// subagents, a JavaScript REPL, eviction of large tool results and
+// summarization near the context limit (SPEC §9).
+package deep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"text/template"
+	"time"
+
+	"github.com/mirobody/mirobody-go/agent-svc/internal/jsrepl"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
+	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs"
+)
+
+// Subagent is a configured `task` subagent.
+type Subagent struct {
+	Description string
+	// Prompt is its system prompt.
+	Prompt string
+}
+
+// Options configures the agent; one Agent serves every turn.
+type Options struct {
+	Registry *registry.Client
+	FS       *vfs.FS
+	REPL     *jsrepl.Store
+	// Prompt renders the system prompt from PromptData.
+	Prompt *template.Template
+	// Subagents are the configured ones, beside general-purpose.
+	Subagents map[string]Subagent
+	// MaxSteps bounds the model calls of one turn (per agent level).
+	MaxSteps int
+	// EvictChars is the size above which a tool result goes to a file.
+	EvictChars int
+	// ContextTokens is the model's context size; summarization starts at
+	// 85% of it.
+	ContextTokens int
+	// StreamRetries is how often a step whose stream broke is retried.
+	StreamRetries int
+	Log           *slog.Logger
+}
+
+// Turn is one turn of a conversation, for any agent.
+type Turn struct {
+	AccountID string
+	SessionID string
+	Question  string
+	// History is the session's replayable model messages.
+	History  []llm.Message
+	Provider llm.Provider
+	Model    string
+	// PromptData fills the system prompt template.
+	PromptData PromptData
+	// Emit receives the turn's events (without sequence numbers), in order.
+	Emit func(agent.Event)
+}
+
+// Outcome is how a turn ended.
+type Outcome struct {
+	// Messages is the new replayable history: only completed steps, so
+	// that no half-written assistant message is ever saved.
+	Messages []llm.Message
+	Answer   string
+	Finish   string
+	Usage    llm.Usage
+}
+
+// Agent runs Deep turns.
+type Agent struct {
+	opts Options
+	log  *slog.Logger
+}
+
+// New returns an Agent.
+func New(opts Options) *Agent {
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = 50
+	}
+	if opts.EvictChars <= 0 {
+		opts.EvictChars = 20000
+	}
+	if opts.ContextTokens <= 0 {
+		opts.ContextTokens = 128000
+	}
+	if opts.StreamRetries <= 0 {
+		opts.StreamRetries = 2
+	}
+	return &Agent{opts: opts, log: opts.Log}
+}
+
+// run is the state of one turn (or one subagent run inside it).
+type run struct {
+	a        *Agent
+	turn     *Turn
+	system   string
+	tools    []*tool
+	byName   map[string]*tool
+	todos    []agent.Todo
+	messages []llm.Message
+	usage    llm.Usage
+	depth    int
+	// quiet suppresses text events (a subagent's text is its result).
+	quiet bool
+}
+
+// Run runs one turn to its end. It returns an error only when the turn
+// could not start; every later failure is an Outcome with its finish
+// reason, after an error event.
+func (a *Agent) Run(ctx context.Context, t *Turn) (*Outcome, error) {
+	r := &run{a: a, turn: t, messages: append(append([]llm.Message(nil), t.History...), llm.Message{Role: llm.RoleUser, Content: t.Question})}
+	if err := r.setup(ctx); err != nil {
+		return nil, err
+	}
+	answer, finish := r.loop(ctx)
+	return &Outcome{Messages: r.messages, Answer: answer, Finish: finish, Usage: r.usage}, nil
+}
+
+func (r *run) setup(ctx context.Context) error {
+	system, err := renderPrompt(r.a.opts.Prompt, r.turn.PromptData)
+	if err != nil {
+		return err
+	}
+	r.system = system
+	tools, err := r.a.toolset(ctx, r.turn, true)
+	if err != nil {
+		return err
+	}
+	r.setTools(tools)
+	return nil
+}
+
+func (r *run) setTools(tools []*tool) {
+	r.tools = tools
+	r.byName = map[string]*tool{}
+	for _, t := range tools {
+		r.byName[t.def.Name] = t
+	}
+}
+
+func (r *run) emit(ev agent.Event) {
+	if r.quiet && (ev.Type == agent.EventText || ev.Type == agent.EventReasoning) {
+		return
+	}
+	r.turn.Emit(ev)
+}
+
+// loop calls the model until it answers without tool calls, and returns
+// the answer and the finish reason.
+func (r *run) loop(ctx context.Context) (string, string) {
+	defs := make([]llm.Tool, len(r.tools))
+	for i, t := range r.tools {
+		defs[i] = t.def
+	}
+	for step := 0; ; step++ {
+		if step >= r.a.opts.MaxSteps {
+			r.emit(agent.Event{Type: agent.EventError, Message: fmt.Sprintf("the turn stopped after %d model steps (MAX_STEPS) before the model finished", r.a.opts.MaxSteps)})
+			return "", agent.FinishError
+		}
+		if err := r.maybeSummarize(ctx, defs); err != nil {
+			return "", r.fail(ctx, err)
+		}
+		resp, err := r.callModel(ctx, defs)
+		if err != nil {
+			return "", r.fail(ctx, err)
+		}
+		r.usage = r.usage.Add(resp.Usage)
+		if !r.quiet {
+			r.emit(agent.Event{Type: agent.EventUsage, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
+				CacheReadTokens: resp.Usage.CacheReadTokens, CacheWriteTokens: resp.Usage.CacheWriteTokens})
+		}
+		msg := resp.Message
+		if len(msg.ToolCalls) == 0 {
+			r.messages = append(r.messages, msg)
+			if msg.Content == "" {
+				return "", agent.FinishEmpty
+			}
+			return msg.Content, agent.FinishStop
+		}
+		results := make([]llm.Message, 0, len(msg.ToolCalls))
+		for _, tc := range msg.ToolCalls {
+			r.emit(agent.Event{Type: agent.EventToolCall, ID: tc.ID, Name: tc.Name, Args: tc.Args})
+			res := r.callTool(ctx, tc)
+			r.emit(agent.Event{Type: agent.EventToolResult, ToolCallID: tc.ID, Content: res.content, Status: res.status(), ErrorKind: res.kind, Truncated: res.truncated})
+			results = append(results, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: res.content, IsError: res.isError})
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			// The step is incomplete: keep the history without it.
+			return "", r.fail(ctx, ctx.Err())
+		}
+		r.messages = append(r.messages, msg)
+		r.messages = append(r.messages, results...)
+	}
+}
+
+// callModel streams one step, retrying a broken stream: the partial text
+// was shown, so a notice says the step starts over.
+func (r *run) callModel(ctx context.Context, defs []llm.Tool) (*llm.Response, error) {
+	req := &llm.Request{Model: r.turn.Model, System: r.system, Messages: r.messages, Tools: defs}
+	for attempt := 0; ; attempt++ {
+		resp, err := r.turn.Provider.Stream(ctx, req, func(d llm.Delta) {
+			if d.Reasoning != "" {
+				r.emit(agent.Event{Type: agent.EventReasoning, Reasoning: d.Reasoning})
+			}
+			if d.Text != "" {
+				r.emit(agent.Event{Type: agent.EventText, Text: d.Text})
+			}
+		})
+		var le *llm.Error
+		if err != nil && errors.As(err, &le) && le.Kind == "stream_broken" && attempt < r.a.opts.StreamRetries && ctx.Err() == nil {
+			r.emit(agent.Event{Type: agent.EventNotice, Message: "the model's stream broke mid-way; retrying this step"})
+			continue
+		}
+		return resp, err
+	}
+}
+
+// fail reports err as an error event and returns the finish reason. The
+// message names the kind of error, never internal details.
+func (r *run) fail(ctx context.Context, err error) string {
+	var le *llm.Error
+	switch {
+	case errors.Is(err, context.Canceled) || (ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled)):
+		return agent.FinishCancelled
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		r.emit(agent.Event{Type: agent.EventError, Message: "the turn ran out of time (TURN_TIMEOUT_S)"})
+		return agent.FinishError
+	case errors.As(err, &le):
+		r.a.log.Warn("model call failed", "err", err)
+		switch le.Kind {
+		case "rate_limited":
+			r.emit(agent.Event{Type: agent.EventError, Message: "the model provider is rate limiting requests; try again later"})
+			return agent.FinishUnavailable
+		case "auth":
+			r.emit(agent.Event{Type: agent.EventError, Message: "the model provider rejected the API key"})
+			return agent.FinishError
+		case "bad_request":
+			r.emit(agent.Event{Type: agent.EventError, Message: "the model provider rejected the request"})
+			return agent.FinishError
+		}
+		r.emit(agent.Event{Type: agent.EventError, Message: "the model provider is unavailable"})
+		return agent.FinishUnavailable
+	}
+	r.a.log.Error("turn failed", "err", err)
+	r.emit(agent.Event{Type: agent.EventError, Message: "internal error"})
+	return agent.FinishError
+}
+
+func (r *run) callTool(ctx context.Context, tc llm.ToolCall) result {
+	t, ok := r.byName[tc.Name]
+	if !ok {
+		return errResult("not_found", fmt.Sprintf("tool %q is not available", tc.Name))
+	}
+	if !json.Valid(tc.Args) {
+		return errResult("invalid_argument", fmt.Sprintf("the arguments of %s are not valid JSON", tc.Name))
+	}
+	start := time.Now()
+	res := t.run(ctx, r, tc.Args)
+	r.a.log.Debug("tool ran", "tool", tc.Name, "duration_ms", time.Since(start).Milliseconds(), "is_error", res.isError)
+	if !t.noEvict && len(res.content) > r.a.opts.EvictChars {
+		res = r.evict(ctx, tc, res)
+	}
+	return res
+}
