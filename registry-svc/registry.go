@@ -92,6 +92,7 @@ type Registry struct {
 	log      *slog.Logger
 	policy   *policy
 	deps     *builtin.Deps
+	pub      *wire.Client // publishes progress events
 	timeout  time.Duration
 	mu       sync.RWMutex
 	snap     *snapshot
@@ -184,7 +185,7 @@ func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*regist
 	start := time.Now()
 	var resp *registry.CallResponse
 	if e.builtin != nil {
-		breq := &builtin.Request{Args: args, Deps: r.deps}
+		breq := &builtin.Request{Args: args, Deps: r.deps, Progress: r.progress(req.ProgressSubject)}
 		if e.tool.TakesUserInfo {
 			breq.User = user
 		}
@@ -225,6 +226,20 @@ func (r *Registry) callPython(ctx context.Context, s *snapshot, name string, arg
 		}
 	}
 	return resp, err
+}
+
+// progress returns a reporter that publishes ProgressEvents to subject, or
+// does nothing when subject is empty.
+func (r *Registry) progress(subject string) func(ctx context.Context, progress, total float64, message string) {
+	if subject == "" || r.pub == nil {
+		return func(context.Context, float64, float64, string) {}
+	}
+	return func(ctx context.Context, progress, total float64, message string) {
+		ev := &registry.ProgressEvent{Progress: progress, Total: total, Message: message}
+		if err := r.pub.Publish(ctx, subject, ev); err != nil {
+			r.log.WarnContext(ctx, "publishing tool progress failed", "subject", subject, "err", err)
+		}
+	}
 }
 
 func (r *Registry) track(id string, cancel context.CancelCauseFunc) {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -51,6 +52,8 @@ type Service struct {
 	watcher *watcher
 	subs    []*nats.Subscription
 	retired sync.WaitGroup // pools of replaced snapshots, still draining
+	// restarts counts replaced Python host processes across reloads.
+	restarts atomic.Int64
 }
 
 // New returns a registry-svc that is not started.
@@ -80,6 +83,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.node = n
 	s.reg = &Registry{
 		log:     s.log,
+		pub:     n.Client,
 		timeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
 		cancels: map[string]context.CancelCauseFunc{},
 		deps:    &builtin.Deps{Client: n.Client, Log: s.log, SkillDirs: cfg.SkillDirs},
@@ -143,7 +147,8 @@ func (s *Service) discover(ctx context.Context, dirs []string) (*snapshot, error
 	if len(s.pyDirs) > 0 {
 		cfg := s.opts.Config
 		var err error
-		pool, found, err = pyhost.Start(ctx, pyhost.Options{Python: cfg.Python, Workers: cfg.PythonWorkers, Dirs: s.pyDirs, Log: s.log})
+		pool, found, err = pyhost.Start(ctx, pyhost.Options{Python: cfg.Python, Workers: cfg.PythonWorkers, Dirs: s.pyDirs, Log: s.log,
+			OnRestart: func() { s.restarts.Add(1) }})
 		if err != nil {
 			return nil, fmt.Errorf("starting the Python tool host: %w", err)
 		}
@@ -244,12 +249,7 @@ func (s *Service) registerMetrics() {
 	restarts := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "mirobody_registry_python_host_restarts_total",
 		Help: "Python tool host processes replaced after a crash or hang.",
-	}, func() float64 {
-		if p := s.reg.current().pool; p != nil {
-			return float64(p.Restarts())
-		}
-		return 0
-	})
+	}, func() float64 { return float64(s.restarts.Load()) })
 	tools := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "mirobody_registry_tools",
 		Help: "Tools in the registry.",

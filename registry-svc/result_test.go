@@ -8,9 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/mirobody/mirobody-go/registry-svc/internal/builtin"
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -91,5 +95,56 @@ func TestBuiltinThroughRegistry(t *testing.T) {
 	r, err = e.call(t, registry.Caller{}, "read_skill", `{"name": "demo"}`)
 	if err != nil || !strings.HasSuffix(text(r), "Demo body.\n") {
 		t.Errorf("read_skill: %v %v", r, err)
+	}
+}
+
+func TestBuiltinProgress(t *testing.T) {
+	slow := &builtin.Tool{
+		Name: "slow", Description: "Reports progress.", InputSchema: json.RawMessage(`{"type":"object"}`),
+		Call: func(ctx context.Context, req *builtin.Request) (any, error) {
+			req.Progress(ctx, 1, 2, "half")
+			req.Progress(ctx, 2, 2, "done")
+			return "ok", nil
+		},
+	}
+	e := start(t, map[string]string{"MCP_TOOL_DIRS": "builtin"}, slow)
+	events := make(chan registry.ProgressEvent, 4)
+	sub, err := e.wire.Conn().Subscribe("progress.test", func(m *nats.Msg) {
+		var ev registry.ProgressEvent
+		_ = json.Unmarshal(m.Data, &ev)
+		events <- ev
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := e.wire.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.client.Call(context.Background(), &registry.CallRequest{Name: "slow", ProgressSubject: "progress.test"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []registry.ProgressEvent{{Progress: 1, Total: 2, Message: "half"}, {Progress: 2, Total: 2, Message: "done"}} {
+		select {
+		case got := <-events:
+			if got != want {
+				t.Errorf("progress %+v, want %+v", got, want)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("no progress event")
+		}
+	}
+}
+
+func TestStartFailsOnBadPython(t *testing.T) {
+	url := servicetest.NATS(t)
+	s := New(Options{Config: testConfig(t, url, map[string]string{"MCP_TOOL_DIRS": "testdata/calls", "PYTHON": "/nonexistent/python3"}), Log: servicetest.Logger(t)})
+	err := s.Start(context.Background())
+	if err == nil {
+		_ = s.Stop(context.Background())
+		t.Fatal("Start succeeded with a missing interpreter")
+	}
+	if !strings.Contains(err.Error(), "/nonexistent/python3") || !strings.Contains(err.Error(), "PYTHON") {
+		t.Errorf("unclear error: %v", err)
 	}
 }

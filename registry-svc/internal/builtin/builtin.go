@@ -68,6 +68,9 @@ type Request struct {
 	User UserInfo
 	// Deps are the service's dependencies.
 	Deps *Deps
+	// Progress reports progress to the caller (MCP notifications/progress).
+	// It is never nil; it does nothing when the caller asked for no progress.
+	Progress func(ctx context.Context, progress, total float64, message string)
 }
 
 // Bind decodes Args into v (a pointer to a struct with json tags). A decoding

@@ -73,6 +73,9 @@ type Options struct {
 	HangTimeout time.Duration
 	// StartTimeout bounds spawning plus discovery of one host; zero means 60 s.
 	StartTimeout time.Duration
+	// OnRestart, when set, runs each time a host is replaced (for metrics
+	// that outlive one pool across reloads).
+	OnRestart func()
 }
 
 // Pool is a set of host processes serving calls concurrently. Every process
@@ -243,6 +246,9 @@ func (p *Pool) supervise(s *slot, w *worker) {
 			return
 		}
 		p.restarts.Add(1)
+		if p.opts.OnRestart != nil {
+			p.opts.OnRestart()
+		}
 		if time.Since(started) > time.Minute {
 			backoff = 100 * time.Millisecond
 		}

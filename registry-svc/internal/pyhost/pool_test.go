@@ -90,42 +90,65 @@ func names(found *Discovery) []string {
 
 func TestDiscoveryRules(t *testing.T) {
 	_, found, lb := startPool(t, Options{Workers: 1}, "../../testdata/discovery")
-	got := names(found)
-	want := []string{"async_hello", "collide", "derived_op", "foo_async", "foo_op", "foo_static", "hello", "more_op"}
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("tools = %v\nwant    %v", got, want)
-	}
 	byName := map[string]ToolInfo{}
 	for _, tl := range found.Tools {
 		byName[tl.Name] = tl
 	}
 	logs := lb.String()
+	has := func(name string) func() bool { return func() bool { _, ok := byName[name]; return ok } }
+	not := func(f func() bool) func() bool { return func() bool { return !f() } }
+	logged := func(parts ...string) func() bool {
+		return func() bool {
+			for _, p := range parts {
+				if !strings.Contains(logs, p) {
+					return false
+				}
+			}
+			return true
+		}
+	}
 	tests := []struct {
 		rule  string
 		check func() bool
 	}{
-		{"async tool is flagged", func() bool { return byName["async_hello"].IsAsync && !byName["hello"].IsAsync }},
-		{"byte order: Zeta.py before alpha.py", func() bool { return strings.Contains(byName["collide"].Source, "Zeta.py") }},
-		{"collision logs both locations", func() bool {
-			return strings.Contains(logs, "tool name collision") && strings.Contains(logs, "Zeta.py:1") && strings.Contains(logs, "alpha.py:1")
+		{"module-level function is a tool", has("hello")},
+		{"subfolder is skipped", not(has("sub_tool"))},
+		{".txt file is skipped", not(has("txt_tool"))},
+		{"_private.py is skipped", not(has("helper_tool"))},
+		{"__init__.py is skipped", not(has("init_tool"))},
+		{"test_x.py is skipped", not(has("test_prefixed_tool"))},
+		{"x_test.py is skipped", not(has("test_suffixed_tool"))},
+		{"sibling _helpers.py is importable", func() bool { return has("hello")() && !contains(found.Failed, "a_tools.py") }},
+		{"syntax error is logged with the file", logged("syntax_bad.py", "SyntaxError")},
+		{"import error is logged with the file", logged("import_bad.py", "ModuleNotFoundError", "nonexistent_module_xyz")},
+		{"failed files are reported", func() bool { return len(found.Failed) == 2 }},
+		{"_name function is skipped", not(has("_private_fn"))},
+		{"imported function is ignored", not(has("join"))},
+		{"imported Service is registered once, from its own module", func() bool {
+			return strings.Contains(byName["more_op"].Source, "b_more.py") && strings.Count(logs, "tool=more_op") == 0
 		}},
-		{"imported Service registered from its own module", func() bool { return strings.Contains(byName["more_op"].Source, "b_more.py") }},
-		{"syntax error logged with file", func() bool {
-			return strings.Contains(logs, "syntax_bad.py") && strings.Contains(logs, "SyntaxError")
+		{"Service public methods are tools", func() bool { return has("foo_op")() && has("foo_async")() && has("foo_static")() }},
+		{"Service _methods are skipped", not(has("_hidden"))},
+		{"inherited method is ignored", func() bool { return !has("inherited_op")() && !has("base_op")() && has("derived_op")() }},
+		{"method assigned from an imported function is ignored", not(has("joined"))},
+		{"_enabled() False removes the class", func() bool { return !has("disabled_op")() && strings.Contains(logs, "DisabledService") }},
+		{"raising constructor skips only that class", func() bool {
+			return !has("broken_op")() && has("foo_op")() && strings.Contains(logs, "BrokenCtorService") && strings.Contains(logs, "constructor failed")
 		}},
-		{"import error logged with file", func() bool {
-			return strings.Contains(logs, "import_bad.py") && strings.Contains(logs, "ModuleNotFoundError")
+		{"sync and async tools", func() bool {
+			return byName["async_hello"].IsAsync && !byName["hello"].IsAsync && byName["foo_async"].IsAsync
 		}},
-		{"failing files reported", func() bool { return len(found.Failed) == 2 }},
-		{"constructor failure logged", func() bool {
-			return strings.Contains(logs, "BrokenCtorService") && strings.Contains(logs, "constructor failed")
-		}},
-		{"disabled service logged", func() bool { return strings.Contains(logs, "DisabledService") }},
+		{"within a folder files are read in byte order (Zeta.py before alpha.py)", func() bool { return strings.Contains(byName["collide"].Source, "Zeta.py") }},
+		{"the loser is logged with both locations", logged("tool name collision", "Zeta.py:1", "alpha.py:1")},
+		{"nothing else is a tool", func() bool { return len(byName) == 8 }},
 	}
 	for _, tt := range tests {
 		if !tt.check() {
-			t.Errorf("%s: failed\nlogs:\n%s", tt.rule, logs)
+			t.Errorf("%s: failed", tt.rule)
 		}
+	}
+	if t.Failed() {
+		t.Logf("tools: %v\nlogs:\n%s", names(found), logs)
 	}
 }
 
@@ -235,4 +258,13 @@ func TestCheckVersion(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "3.8") || !strings.Contains(err.Error(), "3.9 or newer") {
 		t.Errorf("old python: got %v", err)
 	}
+}
+
+func contains(files []string, base string) bool {
+	for _, f := range files {
+		if filepath.Base(f) == base {
+			return true
+		}
+	}
+	return false
 }
