@@ -218,6 +218,10 @@ func send(t *testing.T, method, url, body string, hdr ...string) (*http.Response
 	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -129,7 +130,21 @@ func (m *mcpServer) originAllowed(r *http.Request) bool {
 	if u, err := url.Parse(m.PublicURL); err == nil && origin == u.Scheme+"://"+u.Host {
 		return true
 	}
-	return false
+	// A page served by this very loopback address (the dev UI, the
+	// Inspector on localhost) is same-origin. Same-origin alone is not
+	// enough: under DNS rebinding Host and Origin both name the attacker's
+	// domain, which is why only loopback literals qualify.
+	u, err := url.Parse(origin)
+	return err == nil && u.Host == r.Host && isLoopbackHost(u.Hostname())
+}
+
+// isLoopbackHost reports whether host is localhost or a loopback IP.
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // authenticate resolves the bearer token, if any. A presented token that is
