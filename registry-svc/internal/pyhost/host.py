@@ -33,6 +33,7 @@ import typing
 import uuid
 
 MIN_PYTHON = (3, 9)
+MAX_RESULT_BYTES = 16 << 20  # larger results become an error, not a protocol failure
 
 TOOLS = {}  # name -> Tool
 TASKS = {}  # call id -> asyncio.Task
@@ -472,7 +473,11 @@ class Host(object):
                 value = await self.loop.run_in_executor(self.pool, functools.partial(ctx.run, tool.fn, **kwargs))
             if inspect.isawaitable(value):
                 value = await value
-            self.send({"id": mid, "result": to_result(name, value)})
+            result = to_result(name, value)
+            if len(dumps(result)) > MAX_RESULT_BYTES:
+                result = {"content": [{"type": "text", "text": "%s failed: its result is larger than %d bytes" % (name, MAX_RESULT_BYTES)}],
+                          "isError": True}
+            self.send({"id": mid, "result": result})
         except asyncio.CancelledError:
             self.send({"id": mid, "cancelled": True})
         except BaseException as e:

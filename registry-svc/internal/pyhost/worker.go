@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -125,12 +126,19 @@ func spawn(ctx context.Context, python string, script []byte, log *slog.Logger) 
 
 // copyOutput turns the host's stdout/stderr (tools' print() and logging)
 // into log lines.
+// A line longer than the buffer is logged in pieces, so that the pipe is
+// always drained and a chatty tool never blocks on print().
 func (w *worker) copyOutput(r io.Reader, stream string) {
 	defer w.output.Done()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		w.log.Info("tool host output", "stream", stream, "line", sc.Text())
+	br := bufio.NewReaderSize(r, 64*1024)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			w.log.Info("tool host output", "stream", stream, "line", strings.TrimRight(string(line), "\r\n"))
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
 	}
 }
 
@@ -157,6 +165,13 @@ func (w *worker) readLoop() {
 		if ch != nil {
 			ch <- &m
 		}
+	}
+	if err := sc.Err(); err != nil {
+		// The protocol stream is unusable (for example a reply over the
+		// size limit): replace the host rather than wait on it.
+		w.log.Error("reading the tool host protocol failed; killing it", "err", err)
+		w.kill()
+		_, _ = io.Copy(io.Discard, w.out)
 	}
 	w.output.Wait()
 	err := w.cmd.Wait()
