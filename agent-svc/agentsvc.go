@@ -4,13 +4,25 @@ package agentsvc
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mirobody/mirobody-go/agent-svc/internal/deep"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/jsrepl"
+	"github.com/mirobody/mirobody-go/agent-svc/scripted"
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
+	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/svc"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // Name is the micro service name and subject prefix.
@@ -31,11 +43,22 @@ type Service struct {
 	opts Options
 	log  *slog.Logger
 	node *node.Node
+
+	providers *providerSet
+	deep      *deep.Agent
+	sessions  *vfs.Sessions
+	repl      *jsrepl.Store
+	scripted  *scripted.Server
+	subs      []*nats.Subscription
+
+	mu   sync.Mutex
+	runs map[string]context.CancelCauseFunc
+	wg   sync.WaitGroup
 }
 
 // New returns a agent-svc that is not started.
 func New(opts Options) *Service {
-	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc")}
+	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc"), runs: map[string]context.CancelCauseFunc{}}
 }
 
 // Name implements svc.Service.
@@ -44,20 +67,95 @@ func (s *Service) Name() string { return "agent-svc" }
 // Start connects to NATS and serves the endpoints.
 func (s *Service) Start(ctx context.Context) error {
 	cfg := s.opts.Config
+	prompt, err := deep.ParsePrompt(cfg.PromptDeep)
+	if err != nil {
+		return fmt.Errorf("PROMPT_DEEP: %w", err)
+	}
+	s.providers = newProviderSet(cfg, cfg.ProvidersDeep)
+	if cfg.Provider == ScriptedProvider {
+		srv, err := scripted.Listen("127.0.0.1:0", scripted.Demo)
+		if err != nil {
+			return err
+		}
+		s.scripted = srv
+		s.providers.add(ScriptedProvider, conf.Provider{Type: "openai", Model: "scripted", BaseURL: srv.OpenAIBaseURL()})
+		s.log.Info("using the scripted model provider", "base_url", srv.OpenAIBaseURL())
+	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Deep and Base agent loops and LLM providers",
 		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
 	if err != nil {
+		s.closeScripted()
 		return err
 	}
 	s.node = n
+	s.sessions = vfs.NewSessions(n.Client)
+	s.repl = jsrepl.NewStore(jsrepl.Options{Timeout: time.Duration(cfg.JSTimeoutS) * time.Second, MaxToolCalls: cfg.JSMaxToolCalls,
+		MaxOutput: cfg.JSMaxOutput, TTL: time.Duration(cfg.JSStateTTLS) * time.Second, Log: s.log})
+	subagents := map[string]deep.Subagent{}
+	for k, v := range cfg.SubagentsDeep {
+		subagents[k] = deep.Subagent{Description: v.Description, Prompt: v.Prompt}
+	}
+	s.deep = deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: vfs.NewFS(n.Client), REPL: s.repl, Prompt: prompt,
+		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens, Log: s.log})
+	if err := s.register(); err != nil {
+		_ = s.Stop(ctx)
+		return fmt.Errorf("registering agent endpoints: %w", err)
+	}
 	return nil
 }
 
-// Stop drains the endpoints and waits for requests in flight.
+func (s *Service) register() error {
+	if err := wire.Handle(s.node.Service.Group("runs"), "start", s.start); err != nil {
+		return err
+	}
+	nc := s.node.Conn
+	cancel, err := nc.Subscribe(agent.SubjectCancel, s.onCancel)
+	if err != nil {
+		return fmt.Errorf("subscribing to %s: %w", agent.SubjectCancel, err)
+	}
+	deleted, err := nc.Subscribe(agent.EventSessionDeleted, s.onSessionDeleted)
+	if err != nil {
+		return fmt.Errorf("subscribing to %s: %w", agent.EventSessionDeleted, err)
+	}
+	s.subs = append(s.subs, cancel, deleted)
+	return nil
+}
+
+// Stop stops taking turns, lets the turns in flight finish until ctx ends,
+// then cancels the rest.
 func (s *Service) Stop(ctx context.Context) error {
-	err := s.node.Stop(ctx)
+	if s.node == nil {
+		s.closeScripted()
+		return nil
+	}
+	err := s.node.Service.Stop(ctx)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		for _, cancel := range s.runs {
+			cancel(fmt.Errorf("agent-svc is stopping: %w", context.Canceled))
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	for _, sub := range s.subs {
+		_ = sub.Unsubscribe()
+	}
+	s.subs = nil
+	err = errors.Join(err, s.node.Stop(ctx))
 	s.node = nil
+	s.closeScripted()
 	return err
+}
+
+func (s *Service) closeScripted() {
+	if s.scripted != nil {
+		s.scripted.Close()
+		s.scripted = nil
+	}
 }
 
 // Checks implements svc.Checker.

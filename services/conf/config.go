@@ -59,6 +59,15 @@ type Config struct {
 	PromptBase      string              `key:"PROMPT_BASE" default:""`
 	MaxSteps        int                 `key:"MAX_STEPS" default:"50" min:"1"`
 	TurnTimeoutS    int                 `key:"TURN_TIMEOUT_S" default:"600" min:"1"`
+	SubagentsDeep   map[string]Subagent `key:"SUBAGENTS_DEEP" default:""`
+	ContextTokens   int                 `key:"CONTEXT_TOKENS" default:"128000" min:"1000"`
+	EvictChars      int                 `key:"TOOL_RESULT_EVICT_CHARS" default:"20000" min:"1000"`
+	ProviderRetries int                 `key:"PROVIDER_RETRIES" default:"3" min:"0"`
+	HeartbeatMS     int                 `key:"AGENT_HEARTBEAT_MS" default:"2000" min:"50"`
+	JSTimeoutS      int                 `key:"JS_TIMEOUT_S" default:"10" min:"1"`
+	JSMaxToolCalls  int                 `key:"JS_MAX_TOOL_CALLS" default:"20" min:"1"`
+	JSMaxOutput     int                 `key:"JS_MAX_OUTPUT_BYTES" default:"20000" min:"100"`
+	JSStateTTLS     int                 `key:"JS_STATE_TTL_S" default:"1800" min:"1"`
 
 	// vfs-svc.
 	VFSMaxFileBytes    int `key:"VFS_MAX_FILE_BYTES" default:"10485760" min:"1"`
@@ -77,4 +86,13 @@ type Provider struct {
 	APIKey string `yaml:"api_key" json:"api_key"`
 	// BaseURL overrides the provider's default endpoint.
 	BaseURL string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
+}
+
+// Subagent is one entry of SUBAGENTS_DEEP: a `task` subagent of the Deep
+// agent.
+type Subagent struct {
+	// Description tells the model when to use it.
+	Description string `yaml:"description" json:"description"`
+	// Prompt is its system prompt.
+	Prompt string `yaml:"prompt" json:"prompt"`
 }

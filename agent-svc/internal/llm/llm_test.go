@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
-	"github.com/mirobody/mirobody-go/agent-svc/internal/scripted"
+	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 )
 
 func providers(s *scripted.Server) map[string]llm.Provider {

@@ -1,0 +1,110 @@
+package agentsvc
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
+	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// ScriptedProvider is the PROVIDER value that runs the scripted test
+// provider inside agent-svc, so the stack runs with no API key.
+const ScriptedProvider = "scripted"
+
+// defaultProviders apply when PROVIDERS_DEEP is empty.
+var defaultProviders = map[string]conf.Provider{
+	"openai":    {Type: "openai", Model: "gpt-4.1-mini", APIKey: "OPENAI_API_KEY"},
+	"anthropic": {Type: "anthropic", Model: "claude-sonnet-4-5", APIKey: "ANTHROPIC_API_KEY"},
+}
+
+// providerSet resolves a turn's provider (SPEC §9).
+type providerSet struct {
+	entries map[string]conf.Provider
+	// order is the default preference: names sorted, since a YAML
+	// mapping's order does not survive decoding.
+	order    []string
+	secrets  map[string]string
+	override string
+	retries  int
+}
+
+func newProviderSet(cfg *conf.Config, entries map[string]conf.Provider) *providerSet {
+	if len(entries) == 0 {
+		entries = defaultProviders
+	}
+	ps := &providerSet{entries: map[string]conf.Provider{}, override: cfg.Provider, retries: cfg.ProviderRetries,
+		// Secrets are looked up by the config key a provider names.
+		secrets: map[string]string{"OPENAI_API_KEY": cfg.OpenAIAPIKey, "ANTHROPIC_API_KEY": cfg.AnthropicAPIKey}}
+	if ps.retries == 0 {
+		ps.retries = -1 // llm treats 0 as its default; PROVIDER_RETRIES=0 means none
+	}
+	for k, v := range entries {
+		ps.entries[k] = v
+		ps.order = append(ps.order, k)
+	}
+	sort.Strings(ps.order)
+	return ps
+}
+
+// add registers an entry whose key needs no secret (the scripted server).
+func (ps *providerSet) add(name string, p conf.Provider) {
+	if _, ok := ps.entries[name]; !ok {
+		ps.order = append([]string{name}, ps.order...)
+	}
+	ps.entries[name] = p
+}
+
+// resolve returns the provider for a turn and its model.
+func (ps *providerSet) resolve(name, model string) (llm.Provider, string, error) {
+	if name == "" {
+		name = ps.override
+	}
+	if name == "" {
+		for _, n := range ps.order {
+			if p := ps.entries[n]; p.APIKey == "" || ps.secrets[p.APIKey] != "" {
+				name = n
+				break
+			}
+		}
+		if name == "" {
+			keys := map[string]bool{}
+			for _, p := range ps.entries {
+				keys[p.APIKey] = true
+			}
+			var names []string
+			for k := range keys {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			return nil, "", wire.Errorf(wire.FailedPrecondition, "no model provider is configured: set %s", strings.Join(names, " or "))
+		}
+	}
+	p, ok := ps.entries[name]
+	if !ok {
+		return nil, "", wire.Errorf(wire.InvalidArgument, "unknown provider %q (configured: %s)", name, strings.Join(ps.order, ", "))
+	}
+	key := ""
+	if p.APIKey != "" {
+		v, known := ps.secrets[p.APIKey]
+		if !known {
+			return nil, "", wire.Errorf(wire.FailedPrecondition, "provider %q names api_key %s, which is not a known key (OPENAI_API_KEY, ANTHROPIC_API_KEY)", name, p.APIKey)
+		}
+		if v == "" {
+			return nil, "", wire.Errorf(wire.FailedPrecondition, "provider %q needs %s, which is not set", name, p.APIKey)
+		}
+		key = v
+	}
+	if model == "" {
+		model = p.Model
+	}
+	opts := llm.ClientOptions{BaseURL: p.BaseURL, APIKey: key, MaxRetries: ps.retries}
+	switch p.Type {
+	case "openai":
+		return llm.NewOpenAI(opts), model, nil
+	case "anthropic":
+		return llm.NewAnthropic(opts), model, nil
+	}
+	return nil, "", wire.Errorf(wire.FailedPrecondition, "provider %q has type %q; the Deep agent speaks openai or anthropic", name, p.Type)
+}

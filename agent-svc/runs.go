@@ -1,0 +1,226 @@
+package agentsvc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+
+	"github.com/mirobody/mirobody-go/agent-svc/internal/deep"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
+	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// normalizeAgent maps the accepted spellings (SPEC §9) to deep or base.
+func normalizeAgent(a, def string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(a)) {
+	case "":
+		return normalizeAgent(def, agent.AgentDeep)
+	case "deep":
+		return agent.AgentDeep, nil
+	case "base", "baseline":
+		return agent.AgentBase, nil
+	}
+	return "", wire.Errorf(wire.InvalidArgument, "agent must be deep or base, not %q", a)
+}
+
+// start validates a turn, acknowledges it and runs it in the background;
+// its events go to req.Inbox.
+func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.StartResponse, error) {
+	if req.AccountID == "" {
+		return nil, wire.Errorf(wire.Unauthenticated, "a chat turn needs an account")
+	}
+	if req.RunID == "" || req.Inbox == "" {
+		return nil, wire.Errorf(wire.InvalidArgument, "run_id and inbox are required")
+	}
+	if strings.TrimSpace(req.Question) == "" {
+		return nil, wire.Errorf(wire.InvalidArgument, "question is empty")
+	}
+	kind, err := normalizeAgent(req.Agent, s.opts.Config.DefaultAgent)
+	if err != nil {
+		return nil, err
+	}
+	if kind == agent.AgentBase {
+		return nil, wire.Errorf(wire.FailedPrecondition, "the Base agent is not available in this version; use agent \"deep\"")
+	}
+	provider, model, err := s.providers.resolve(req.Provider, req.Model)
+	if err != nil {
+		return nil, err
+	}
+	sessionID := req.SessionID
+	if sessionID == "" {
+		sessionID = uuid.NewString()
+	}
+	hb := s.opts.Config.HeartbeatMS
+	if req.HeartbeatMS > 0 {
+		hb = req.HeartbeatMS
+	}
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	runCtx, cancelTimeout := context.WithTimeout(runCtx, time.Duration(s.opts.Config.TurnTimeoutS)*time.Second)
+	s.mu.Lock()
+	s.runs[req.RunID] = cancel
+	s.mu.Unlock()
+	s.wg.Add(1)
+	r := &turnRun{s: s, req: req, sessionID: sessionID, kind: kind, provider: provider, model: model,
+		heartbeat: time.Duration(hb) * time.Millisecond}
+	go func() {
+		defer s.wg.Done()
+		defer func() {
+			cancelTimeout()
+			cancel(nil)
+			s.mu.Lock()
+			delete(s.runs, req.RunID)
+			s.mu.Unlock()
+		}()
+		r.run(runCtx)
+	}()
+	return &agent.StartResponse{RunID: req.RunID, SessionID: sessionID, Instance: s.node.Service.Micro().Info().ID, HeartbeatMS: hb}, nil
+}
+
+func (s *Service) onCancel(m *nats.Msg) {
+	var ev agent.CancelEvent
+	if json.Unmarshal(m.Data, &ev) != nil {
+		return
+	}
+	s.mu.Lock()
+	cancel := s.runs[ev.RunID]
+	s.mu.Unlock()
+	if cancel != nil {
+		s.log.Info("cancelling a run", "run_id", ev.RunID, "reason", ev.Reason)
+		cancel(fmt.Errorf("cancelled: %s: %w", ev.Reason, context.Canceled))
+	}
+}
+
+func (s *Service) onSessionDeleted(m *nats.Msg) {
+	var ev agent.SessionDeletedEvent
+	if json.Unmarshal(m.Data, &ev) == nil && ev.SessionID != "" {
+		s.repl.Drop(ev.AccountID + "/" + ev.SessionID)
+	}
+}
+
+// turnRun is one run: it numbers and publishes events, beats, and keeps
+// the display transcript.
+type turnRun struct {
+	s         *Service
+	req       *agent.StartRequest
+	sessionID string
+	kind      string
+	provider  llm.Provider
+	model     string
+	heartbeat time.Duration
+
+	mu         sync.Mutex
+	seq        int64
+	transcript []agent.Event
+}
+
+func (r *turnRun) emit(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	ev.Seq = r.seq
+	if err := r.s.node.Client.Publish(context.Background(), r.req.Inbox, &ev); err != nil {
+		r.s.log.Warn("publishing a run event failed", "run_id", r.req.RunID, "err", err)
+	}
+	if ev.Type == agent.EventHeartbeat {
+		return
+	}
+	// The display transcript merges streamed text and reasoning.
+	if n := len(r.transcript); n > 0 && ev.Type == r.transcript[n-1].Type && (ev.Type == agent.EventText || ev.Type == agent.EventReasoning) {
+		r.transcript[n-1].Text += ev.Text
+		r.transcript[n-1].Reasoning += ev.Reasoning
+		return
+	}
+	ev.Seq = 0
+	r.transcript = append(r.transcript, ev)
+}
+
+func (r *turnRun) run(ctx context.Context) {
+	log := r.s.log.With("run_id", r.req.RunID, "session_id", r.sessionID)
+	r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID})
+	beat := time.NewTicker(r.heartbeat)
+	stopBeat := make(chan struct{})
+	beatDone := make(chan struct{})
+	go func() {
+		defer close(beatDone)
+		for {
+			select {
+			case <-beat.C:
+				r.emit(agent.Event{Type: agent.EventHeartbeat})
+			case <-stopBeat:
+				return
+			}
+		}
+	}()
+	defer func() { beat.Stop(); close(stopBeat); <-beatDone }()
+
+	finish := r.turn(ctx, log)
+	r.emit(agent.Event{Type: agent.EventEnd, FinishReason: finish})
+}
+
+// turn runs the agent and saves the session; it returns the finish reason.
+func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
+	var history []llm.Message
+	loaded, err := r.s.sessions.Load(ctx, &vfs.SessionLoadRequest{AccountID: r.req.AccountID, SessionID: r.sessionID})
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(loaded.Messages, &history); err != nil {
+			log.Error("decoding session messages failed", "err", err)
+			r.emit(agent.Event{Type: agent.EventError, Message: "the session's history could not be read"})
+			return agent.FinishError
+		}
+	case wire.IsCode(err, wire.NotFound):
+	default:
+		log.Warn("loading the session failed", "err", err)
+		r.emit(agent.Event{Type: agent.EventError, Message: "session storage is unavailable"})
+		return agent.FinishUnavailable
+	}
+	cfg := r.s.opts.Config
+	t := &deep.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: history,
+		Provider: r.provider, Model: r.model, Emit: r.emit,
+		PromptData: deep.PromptData{Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
+	out, err := r.s.deep.Run(ctx, t)
+	if err != nil {
+		log.Warn("starting the turn failed", "err", err)
+		code := wire.CodeOf(err)
+		if code == wire.Unavailable || code == wire.DeadlineExceeded {
+			r.emit(agent.Event{Type: agent.EventError, Message: "a service the agent needs is unavailable"})
+			return agent.FinishUnavailable
+		}
+		r.emit(agent.Event{Type: agent.EventError, Message: "the turn could not start"})
+		return agent.FinishError
+	}
+	msgs, err := json.Marshal(out.Messages)
+	if err != nil {
+		log.Error("encoding session messages failed", "err", err)
+		return agent.FinishError
+	}
+	r.mu.Lock()
+	events, _ := json.Marshal(r.transcript)
+	r.mu.Unlock()
+	// The transcript is saved even when the client went away, with a
+	// deadline of its own.
+	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, err = r.s.sessions.Save(saveCtx, &vfs.SessionSaveRequest{AccountID: r.req.AccountID, SessionID: r.sessionID, Title: r.req.Question,
+		Agent: r.kind, Messages: msgs, Turn: vfs.Turn{Question: r.req.Question, Answer: out.Answer, Finish: out.Finish, Events: events}})
+	if err != nil {
+		log.Error("saving the session failed", "err", err)
+		r.emit(agent.Event{Type: agent.EventError, Message: "the conversation could not be saved"})
+		return agent.FinishError
+	}
+	if errors.Is(context.Cause(ctx), context.Canceled) && out.Finish != agent.FinishCancelled {
+		return agent.FinishCancelled
+	}
+	return out.Finish
+}

@@ -1,0 +1,40 @@
+package scripted
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Demo is the responder `mirobody dev` uses with PROVIDER=scripted: a
+// stateless multi-step turn (plan, write a file, read it back, compute in
+// the REPL, answer) that exercises the Deep agent's tools with no API key.
+// Tools the request does not offer are skipped.
+func Demo(r *Received) (Step, error) {
+	q := r.LastUser()
+	qa, _ := json.Marshal(q)
+	plan := []Call{{Name: "write_todos", Args: `{"todos":[{"content":"Note the question","status":"in_progress"},{"content":"Compute an answer","status":"pending"},{"content":"Reply","status":"pending"}]}`}}
+	steps := []Step{
+		{Text: "Let me plan this.", Calls: plan},
+		{Calls: []Call{{Name: "write_file", Args: `{"file_path":"/notes/question.md","content":` + string(qa) + `}`}}},
+		{Calls: []Call{{Name: "read_file", Args: `{"file_path":"/notes/question.md"}`}, {Name: "js_eval", Args: `{"code":"const xs = [1, 2, 3, 4, 5, 6]; console.log('sum', xs.reduce((a, b) => a + b, 0)); 6 * 7"}`}}},
+		{Calls: []Call{{Name: "write_todos", Args: `{"todos":[{"content":"Note the question","status":"completed"},{"content":"Compute an answer","status":"completed"},{"content":"Reply","status":"completed"}]}`}}},
+	}
+	n := r.StepsSinceUser()
+	for n < len(steps) {
+		s := steps[n]
+		ok := true
+		for _, c := range s.Calls {
+			ok = ok && r.HasTool(c.Name)
+		}
+		if ok {
+			return s, nil
+		}
+		n++
+	}
+	var seen []string
+	for _, m := range r.ToolResults() {
+		seen = append(seen, strings.TrimSpace(m.Content))
+	}
+	return Step{Reasoning: "All steps are done; summarizing.", Text: fmt.Sprintf("This is the scripted provider (PROVIDER=scripted). You asked: %q. I planned the work, saved your question to /notes/question.md, read it back and computed 6 × 7 = 42 in the JavaScript REPL (%d tool results in the last step).", q, len(seen))}, nil
+}
