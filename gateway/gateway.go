@@ -131,5 +131,6 @@ func (s *Service) routes() *echo.Echo {
 	api := e.Group("/api", s.requireAuth("api"))
 	api.GET("/me", s.me)
 	s.dataRoutes(api)
+	s.chatRoutes(api)
 	return e
 }

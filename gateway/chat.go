@@ -1,0 +1,80 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// chatRequest is the body of POST /api/chat (SPEC §9). Unknown fields are
+// ignored; message is upstream's name for question.
+type chatRequest struct {
+	Question  string `json:"question"`
+	Message   string `json:"message"`
+	SessionID string `json:"session_id"`
+	Agent     string `json:"agent"`
+	Provider  string `json:"provider"`
+	Model     string `json:"model"`
+	Language  string `json:"language"`
+	Timezone  string `json:"timezone"`
+}
+
+// chat answers POST /api/chat with the turn's events as Server-Sent
+// Events, one JSON object per data line. Failures before the run starts
+// are ordinary HTTP errors; later ones are an error event and an end
+// event. A client that disconnects cancels the turn.
+func (s *Service) chat(c echo.Context) error {
+	var body chatRequest
+	if err := json.NewDecoder(c.Request().Body).Decode(&body); err != nil {
+		return wire.Errorf(wire.InvalidArgument, "the body must be a JSON object with a question")
+	}
+	q := body.Question
+	if q == "" {
+		q = body.Message
+	}
+	req := &agent.StartRequest{RunID: uuid.NewString(), AccountID: principal(c).AccountID, SessionID: body.SessionID, Question: q,
+		Agent: body.Agent, Provider: body.Provider, Model: body.Model, Language: body.Language, Timezone: body.Timezone}
+	w := c.Response()
+	started := false
+	write := func(ev agent.Event) {
+		if !started {
+			started = true
+			w.Header().Set(echo.HeaderContentType, "text/event-stream")
+			w.Header().Set(echo.HeaderCacheControl, "no-cache")
+			w.Header().Set("X-Accel-Buffering", "no")
+			// A turn may stream for minutes: lift the server's write deadline.
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+			w.WriteHeader(http.StatusOK)
+		}
+		ev.Seq = 0
+		data, _ := json.Marshal(ev)
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", data)
+		w.Flush()
+	}
+	ctx := c.Request().Context()
+	_, err := agent.NewClient(s.node.Client).Run(ctx, req, write)
+	switch {
+	case err == nil:
+		return nil
+	case !started:
+		return err
+	case ctx.Err() != nil:
+		return nil // the client is gone; the run was cancelled
+	}
+	s.log.Warn("chat turn failed", "run_id", req.RunID, "err", err)
+	msg := "the turn failed"
+	finish := agent.FinishError
+	if wire.IsCode(err, wire.Unavailable) {
+		msg, finish = "the agent stopped responding; the turn was lost", agent.FinishUnavailable
+	}
+	write(agent.Event{Type: agent.EventError, Message: msg})
+	write(agent.Event{Type: agent.EventEnd, FinishReason: finish})
+	return nil
+}
