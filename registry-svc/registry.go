@@ -67,7 +67,11 @@ func buildSnapshot(dirs []string, builtins []*builtin.Tool, pyTools []pyhost.Too
 			continue
 		}
 		for _, t := range pyTools {
-			if file, _, _ := strings.Cut(t.Source, ".py:"); filepath.Dir(file) != d {
+			file := t.Source
+			if i := strings.LastIndexByte(file, ':'); i >= 0 {
+				file = file[:i]
+			}
+			if filepath.Dir(file) != d {
 				continue
 			}
 			add(&entry{tool: registry.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,

@@ -37,6 +37,9 @@ MAX_RESULT_BYTES = 16 << 20  # larger results become an error, not a protocol fa
 
 TOOLS = {}  # name -> Tool
 TASKS = {}  # call id -> asyncio.Task
+RUNNING = set()  # ids of sync calls whose thread is running
+ABANDONED = set()  # ids of sync calls cancelled while their thread still runs
+THREADS_LOCK = threading.Lock()
 
 
 class Tool(object):
@@ -436,7 +439,9 @@ class Host(object):
         op = msg.get("op")
         mid = msg.get("id")
         if op == "ping":
-            self.send({"id": mid, "pong": True})
+            with THREADS_LOCK:
+                abandoned = len(ABANDONED)
+            self.send({"id": mid, "pong": True, "abandoned": abandoned})
         elif op == "discover":
             self.loop.create_task(self.discover(mid, msg.get("dirs") or []))
         elif op == "call":
@@ -470,7 +475,7 @@ class Host(object):
                 value = await tool.fn(**kwargs)
             else:
                 ctx = contextvars.copy_context()
-                value = await self.loop.run_in_executor(self.pool, functools.partial(ctx.run, tool.fn, **kwargs))
+                value = await self.loop.run_in_executor(self.pool, functools.partial(ctx.run, run_sync, mid, tool.fn, kwargs))
             if inspect.isawaitable(value):
                 value = await value
             result = to_result(name, value)
@@ -479,6 +484,11 @@ class Host(object):
                           "isError": True}
             self.send({"id": mid, "result": result})
         except asyncio.CancelledError:
+            # A thread cannot be interrupted: remember it, so that a host
+            # filling up with stuck threads gets replaced.
+            with THREADS_LOCK:
+                if mid in RUNNING:
+                    ABANDONED.add(mid)
             self.send({"id": mid, "cancelled": True})
         except BaseException as e:
             text = "%s failed: %s: %s" % (name, type(e).__name__, e)
@@ -492,6 +502,17 @@ class Host(object):
         threading.Thread(target=self.read_loop, name="reader", daemon=True).start()
         self.send({"op": "hello", "python": "%d.%d.%d" % sys.version_info[:3], "pid": os.getpid()})
         self.loop.run_forever()
+
+
+def run_sync(mid, fn, kwargs):
+    with THREADS_LOCK:
+        RUNNING.add(mid)
+    try:
+        return fn(**kwargs)
+    finally:
+        with THREADS_LOCK:
+            RUNNING.discard(mid)
+            ABANDONED.discard(mid)
 
 
 def log(level, msg, **attrs):

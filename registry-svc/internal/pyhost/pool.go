@@ -73,6 +73,10 @@ type Options struct {
 	HangTimeout time.Duration
 	// StartTimeout bounds spawning plus discovery of one host; zero means 60 s.
 	StartTimeout time.Duration
+	// AbandonedLimit is how many timed-out sync calls may keep running in
+	// their (uninterruptible) threads before the host is drained and
+	// replaced; zero means 16.
+	AbandonedLimit int
 	// OnRestart, when set, runs each time a host is replaced (for metrics
 	// that outlive one pool across reloads).
 	OnRestart func()
@@ -146,6 +150,9 @@ func Start(ctx context.Context, opts Options) (*Pool, *Discovery, error) {
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.AbandonedLimit <= 0 {
+		opts.AbandonedLimit = 16
 	}
 	opts.Python = Interpreter(opts.Python)
 	if err := CheckVersion(ctx, opts.Python); err != nil {
@@ -296,13 +303,34 @@ func (p *Pool) watch(s *slot, w *worker) {
 				w.kill()
 				continue
 			}
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), p.opts.HangTimeout)
-				defer cancel()
-				_, _ = w.request(ctx, &message{Op: "ping"}, false)
-			}()
+			go p.ping(s, w)
 		}
 	}
+}
+
+// ping checks w's liveness and retires it when too many of its threads are
+// stuck in abandoned calls: it takes no new calls, and it is stopped once its
+// calls in flight end (or the hang timeout passes), so that the supervisor
+// replaces it.
+func (p *Pool) ping(s *slot, w *worker) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.opts.HangTimeout)
+	defer cancel()
+	r, err := w.request(ctx, &message{Op: "ping"}, false)
+	if err != nil || r.Abandoned < p.opts.AbandonedLimit || !s.cur.CompareAndSwap(w, nil) {
+		return
+	}
+	p.log.Warn("python tool host has too many stuck tool threads; replacing it", "pid", w.cmd.Process.Pid, "abandoned", r.Abandoned)
+	drain := time.NewTicker(50 * time.Millisecond)
+	defer drain.Stop()
+	for w.busy.Load() > 0 {
+		select {
+		case <-drain.C:
+		case <-ctx.Done():
+			w.kill()
+			return
+		}
+	}
+	w.kill()
 }
 
 // Restarts returns how many times a host process was replaced.

@@ -268,3 +268,24 @@ func contains(files []string, base string) bool {
 	}
 	return false
 }
+
+func TestStuckThreadsRecycleHost(t *testing.T) {
+	p, _, lb := startPool(t, Options{Workers: 1, Heartbeat: 100 * time.Millisecond, AbandonedLimit: 2}, "../../testdata/calls")
+	for range 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err := call(t, p, ctx, "sleep_sync", `{"seconds": 60}`)
+		cancel()
+		if err == nil {
+			t.Fatal("the slow call did not time out")
+		}
+	}
+	servicetest.Eventually(t, 10*time.Second, func() bool { return p.Restarts() == 1 }, "host with stuck threads replaced")
+	if !strings.Contains(lb.String(), "stuck tool threads") {
+		t.Error("no log line for the replacement")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := call(t, p, ctx, "echo", `{"text": "x"}`); err != nil {
+		t.Fatalf("call after replacement: %v", err)
+	}
+}

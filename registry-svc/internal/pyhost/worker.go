@@ -38,6 +38,7 @@ type message struct {
 	Traceback string                 `json:"traceback,omitempty"`
 	Cancelled bool                   `json:"cancelled,omitempty"`
 	Pong      bool                   `json:"pong,omitempty"`
+	Abandoned int                    `json:"abandoned,omitempty"`
 	died      error
 }
 
