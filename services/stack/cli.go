@@ -29,6 +29,7 @@ Usage:
   mirobody keys create --account ID|EMAIL --name N [--scopes mcp,api]
   mirobody keys list --account ID|EMAIL
   mirobody keys revoke --account ID|EMAIL --key KEY_ID
+  mirobody chat [--key KEY] [--session ID] "question"
   mirobody version
 
 Every command takes --config FILE (default: $MIROBODY_CONFIG or ./config.yaml).
@@ -56,6 +57,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runAccount(ctx, rest, stdout, stderr)
 	case "keys":
 		err = runKeys(ctx, rest, stdout, stderr)
+	case "chat":
+		err = runChat(ctx, rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "mirobody: unknown command %q\n\n%s", cmd, Usage)
 		return 2
