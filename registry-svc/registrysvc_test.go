@@ -108,6 +108,7 @@ func TestCallResults(t *testing.T) {
 			structured: `{"when":"2024-05-17T08:30:00+00:00","day":"2024-05-17","price":12.5,"count":3,"raw":"hi","blob":"/wA=","nan":null}`},
 		{name: "user_info shape", tool: "whoami", caller: alice,
 			structured: `{"user_info":{"success":true,"user_id":"acct-alice","session_id":"sess-1"},"note":null}`},
+		{name: "null optional argument is omitted", tool: "add", args: `{"a": 1, "b": null}`, text: `{"sum":3}`},
 		{name: "async", tool: "sleep_async", args: `{"seconds": 0}`, text: "slept"},
 	}
 	for _, tt := range tests {

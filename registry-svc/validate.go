@@ -20,6 +20,7 @@ type validator struct {
 	// schema itself allows additional properties.
 	accepted []string
 	known    map[string]bool
+	required map[string]bool
 	closed   bool
 }
 
@@ -39,12 +40,16 @@ func newValidator(name string, raw json.RawMessage) (*validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compiling the input schema of %s: %w", name, err)
 	}
-	v := &validator{schema: sch, known: map[string]bool{}, closed: true}
+	v := &validator{schema: sch, known: map[string]bool{}, required: map[string]bool{}, closed: true}
 	var shape struct {
 		Properties           map[string]json.RawMessage `json:"properties"`
 		AdditionalProperties json.RawMessage            `json:"additionalProperties"`
+		Required             []string                   `json:"required"`
 	}
 	_ = json.Unmarshal(raw, &shape)
+	for _, r := range shape.Required {
+		v.required[r] = true
+	}
 	for p := range shape.Properties {
 		v.accepted = append(v.accepted, p)
 		v.known[p] = true
@@ -83,6 +88,18 @@ func (v *validator) check(tool string, args json.RawMessage) (json.RawMessage, e
 			return nil, wire.Errorf(wire.InvalidArgument, "unknown argument(s) %s for %s; accepted arguments: %s", strings.Join(unknown, ", "), tool, v.acceptedList()).
 				WithDetails(map[string]any{"unknown": unknown, "accepted": v.acceptedSlice()})
 		}
+	}
+	// Models often send null for an optional argument they mean to omit;
+	// treat it as omitted, so the tool's default applies.
+	dropped := false
+	for k, val := range obj {
+		if !v.required[k] && bytes.Equal(bytes.TrimSpace(val), []byte("null")) {
+			delete(obj, k)
+			dropped = true
+		}
+	}
+	if dropped {
+		args, _ = json.Marshal(obj)
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
