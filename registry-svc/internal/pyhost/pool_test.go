@@ -228,7 +228,7 @@ func TestHostKilledMidCall(t *testing.T) {
 }
 
 func TestHungHostReplaced(t *testing.T) {
-	p, _, lb := startPool(t, Options{Workers: 1, Heartbeat: 100 * time.Millisecond, HangTimeout: 500 * time.Millisecond}, "../../testdata/calls")
+	p, _, lb := startPool(t, Options{Workers: 1, Heartbeat: 200 * time.Millisecond, HangTimeout: 1500 * time.Millisecond}, "../../testdata/calls")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if _, err := call(t, p, ctx, "block_loop", `{"seconds": 30}`); !wire.IsCode(err, wire.Unavailable) {

@@ -182,12 +182,15 @@ func (w *worker) readLoop() {
 	w.out.Close()
 	w.mu.Lock()
 	w.err = err
-	for id, ch := range w.pending {
-		ch <- &message{ID: id, died: errHostStopped}
-		delete(w.pending, id)
-	}
+	pending := w.pending
+	w.pending = map[int64]chan *message{}
 	w.mu.Unlock()
+	// done closes first, so that a caller woken below never picks this
+	// worker again.
 	close(w.done)
+	for id, ch := range pending {
+		ch <- &message{ID: id, died: errHostStopped}
+	}
 }
 
 // request sends m with a fresh id and waits for its reply or ctx. When ctx
