@@ -92,15 +92,14 @@ func (r *Received) HasTool(name string) bool {
 	return false
 }
 
-// ToolResults returns the tool messages after the last user message.
+// ToolResults returns the trailing tool messages: the results of the
+// previous step's tool calls.
 func (r *Received) ToolResults() []llm.Message {
-	var out []llm.Message
-	for i := len(r.Messages) - 1; i >= 0 && r.Messages[i].Role != llm.RoleUser; i-- {
-		if r.Messages[i].Role == llm.RoleTool {
-			out = append([]llm.Message{r.Messages[i]}, out...)
-		}
+	i := len(r.Messages)
+	for i > 0 && r.Messages[i-1].Role == llm.RoleTool {
+		i--
 	}
-	return out
+	return append([]llm.Message(nil), r.Messages[i:]...)
 }
 
 // StepsSinceUser counts assistant messages after the last user message, so
