@@ -50,6 +50,7 @@ type mcpOptions struct {
 	// Auth resolves a bearer token; nil, nil never happens.
 	Auth           func(r *http.Request, token string) (*Principal, error)
 	Sealer         *sealer
+	Revoked        *revocations
 	Hub            *hub
 	Limits         *limits
 	PublicURL      string
@@ -83,6 +84,9 @@ type request struct {
 	principal *Principal
 	session   *session
 	sessionID string
+	// terminated is set when the session id was ended by DELETE: unlike an
+	// unknown id, it is refused on every method.
+	terminated bool
 	// sse says the client accepts an event stream reply.
 	sse bool
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mirobody/mirobody-go/services/servicetest"
 )
 
 // bearerTransport adds an Authorization header to every request.
@@ -115,9 +117,17 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	if resp, _ := post(t, a, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, headerSessionID, sidB); resp.StatusCode != 404 {
 		t.Errorf("ping with an unknown key's session: %d, want 404", resp.StatusCode)
 	}
-	if resp, _ := post(t, a, whoami, headerSessionID, sidB, "Authorization", "Bearer "+keyGood); resp.StatusCode != 200 {
-		t.Errorf("tools/call with an unknown session: %d, want 200", resp.StatusCode)
+	if resp, _ := post(t, a, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, headerSessionID, sidB); resp.StatusCode != 200 {
+		t.Errorf("tools/list with an unknown session: %d, want 200", resp.StatusCode)
 	}
+	// DELETE on A ends the session on B too.
+	if resp, _ := send(t, http.MethodDelete, a, "", headerSessionID, sid); resp.StatusCode != 204 {
+		t.Fatalf("DELETE on A: %d", resp.StatusCode)
+	}
+	servicetest.Eventually(t, 5*time.Second, func() bool {
+		resp, _ := post(t, b, listBody, headerSessionID, sid)
+		return resp.StatusCode == 404
+	}, "B refuses the session deleted on A")
 }
 
 // TestConnectorQuirks replays what the OpenAI and Anthropic connectors and

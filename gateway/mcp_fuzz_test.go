@@ -53,7 +53,7 @@ func FuzzMCPPost(f *testing.F) {
 	}
 	m := testMCP(f, startFakes(f))
 	f.Fuzz(func(t *testing.T, body, version, method, name, session string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -115,6 +115,7 @@ func testMCP(t testing.TB, fk *fakes) *mcpServer {
 			return &Principal{AccountID: v.AccountID, Scopes: v.Scopes}, nil
 		},
 		Sealer:       seal,
+		Revoked:      newRevocations(),
 		Hub:          h,
 		Limits:       newLimits(limitsOptions{Streams: 4}),
 		PublicURL:    "https://mcp.example",

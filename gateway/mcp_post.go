@@ -54,6 +54,14 @@ func (m *mcpServer) post(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, id, e)
 		return
 	}
+	if q.terminated {
+		id := nullID
+		if single != nil && single.ID != nil {
+			id = single.ID
+		}
+		writeRPCError(w, id, newRPCError(http.StatusNotFound, codeSessionNotFound, "session terminated: initialize again"))
+		return
+	}
 	if batch {
 		m.batch(w, q, raws)
 		return
@@ -133,7 +141,9 @@ func (m *mcpServer) era(q *request, msg *rpcMessage) (json.RawMessage, *rpcError
 		if q.principal != nil {
 			account = q.principal.AccountID
 		}
-		if s, err := m.Sealer.open(sid, account); err == nil {
+		if s, err := m.Sealer.open(sid, account); err == nil && m.Revoked.has(s.Nonce) {
+			q.terminated = true
+		} else if err == nil {
 			q.session = s
 			if q.version == "" {
 				q.version = s.Version

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -120,4 +121,57 @@ func (s *sealer) open(id, account string) (*session, error) {
 		return &sess, nil
 	}
 	return nil, errBadSession
+}
+
+// subjectSessionDeleted tells every gateway replica that a client ended its
+// session with DELETE.
+const subjectSessionDeleted = "events.gateway.session_deleted"
+
+// sessionDeleted is the event on subjectSessionDeleted.
+type sessionDeleted struct {
+	Nonce string    `json:"nonce"`
+	Until time.Time `json:"until"`
+}
+
+// revocations remembers sessions ended by DELETE until they would have
+// expired anyway, which bounds the set by the DELETE rate times the TTL.
+// Every replica fills it from subjectSessionDeleted; a replica that starts
+// later does not know earlier deletions (see design.md).
+type revocations struct {
+	mu  sync.Mutex
+	m   map[string]time.Time
+	now func() time.Time
+}
+
+// newRevocations returns an empty set.
+func newRevocations() *revocations {
+	return &revocations{m: map[string]time.Time{}, now: time.Now}
+}
+
+// add revokes the session with nonce until the given time.
+func (r *revocations) add(nonce string, until time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if len(r.m) > 1000 {
+		for k, u := range r.m {
+			if now.After(u) {
+				delete(r.m, k)
+			}
+		}
+	}
+	r.m[nonce] = until
+}
+
+// has reports whether the session with nonce was deleted.
+func (r *revocations) has(nonce string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	until, ok := r.m[nonce]
+	return ok && r.now().Before(until)
+}
+
+// expiry is when a session issued at sess.Issued stops opening.
+func (s *sealer) expiry(sess *session) time.Time {
+	return time.Unix(sess.Issued, 0).Add(s.ttl)
 }

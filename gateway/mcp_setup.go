@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -31,6 +32,15 @@ func (s *Service) startMCP() error {
 	if _, err := s.node.Conn.Subscribe(vfs.EventKeyRevoked, func(*nats.Msg) { s.keys.reset() }); err != nil {
 		return fmt.Errorf("subscribing to %s: %w", vfs.EventKeyRevoked, err)
 	}
+	revoked := newRevocations()
+	if _, err := s.node.Conn.Subscribe(subjectSessionDeleted, func(msg *nats.Msg) {
+		var ev sessionDeleted
+		if json.Unmarshal(msg.Data, &ev) == nil && ev.Nonce != "" {
+			revoked.add(ev.Nonce, ev.Until)
+		}
+	}); err != nil {
+		return fmt.Errorf("subscribing to %s: %w", subjectSessionDeleted, err)
+	}
 	h, err := newHub(s.node.Conn)
 	if err != nil {
 		return err
@@ -41,6 +51,7 @@ func (s *Service) startMCP() error {
 		Conn:           s.node.Conn,
 		Auth:           func(r *http.Request, token string) (*Principal, error) { return s.authenticate(r.Context(), token) },
 		Sealer:         seal,
+		Revoked:        revoked,
 		Hub:            h,
 		Limits:         newLimits(limitsOptions{PerAccount: cfg.RateLimitAcct, PerIP: cfg.RateLimitIP, Streams: cfg.MCPMaxStreams}),
 		PublicURL:      cfg.MCPPublicURL,

@@ -170,7 +170,7 @@ func (m *mcpServer) get(w http.ResponseWriter, r *http.Request) {
 		account = p.AccountID
 	}
 	if sid := r.Header.Get(headerSessionID); sid != "" {
-		if _, err := m.Sealer.open(sid, account); err != nil {
+		if s, err := m.Sealer.open(sid, account); err != nil || m.Revoked.has(s.Nonce) {
 			writeRPCError(w, nullID, newRPCError(http.StatusNotFound, codeSessionNotFound, "session not found: initialize again"))
 			return
 		}
@@ -256,9 +256,8 @@ func (m *mcpServer) stream(w http.ResponseWriter, r *http.Request, p *Principal,
 	}
 }
 
-// delete ends a legacy session. Sealed sessions live in the client only, so
-// there is nothing to forget server-side; the reply confirms the id was
-// ours, and the client drops it.
+// delete ends a legacy session: its nonce joins the revocations of every
+// replica (sealed ids cannot be recalled, so they are refused instead).
 func (m *mcpServer) delete(w http.ResponseWriter, r *http.Request) {
 	p, e := m.authenticate(r)
 	if e != nil {
@@ -274,9 +273,17 @@ func (m *mcpServer) delete(w http.ResponseWriter, r *http.Request) {
 	if p != nil {
 		account = p.AccountID
 	}
-	if _, err := m.Sealer.open(sid, account); err != nil {
+	sess, err := m.Sealer.open(sid, account)
+	if err != nil || m.Revoked.has(sess.Nonce) {
 		writeRPCError(w, nullID, newRPCError(http.StatusNotFound, codeSessionNotFound, "session not found"))
 		return
+	}
+	ev := sessionDeleted{Nonce: sess.Nonce, Until: m.Sealer.expiry(sess)}
+	m.Revoked.add(ev.Nonce, ev.Until)
+	if b, err := json.Marshal(ev); err == nil {
+		if err := m.Conn.Publish(subjectSessionDeleted, b); err != nil {
+			m.Log.WarnContext(r.Context(), "publishing a session deletion failed", "err", err)
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

@@ -169,6 +169,15 @@ func TestInitializeNegotiatesAndSeals(t *testing.T) {
 		if resp, _ := send(t, http.MethodDelete, url, "", headerSessionID, sid); resp.StatusCode != 204 {
 			t.Errorf("DELETE: %d, want 204", resp.StatusCode)
 		}
+		// A terminated session is refused everywhere, even on tools/list.
+		for _, body := range []string{listBody, `{"jsonrpc":"2.0","method":"notifications/initialized"}`} {
+			if resp, b := post(t, url, body, headerSessionID, sid); resp.StatusCode != 404 {
+				t.Errorf("after DELETE: %d %s, want 404", resp.StatusCode, b)
+			}
+		}
+		if resp, _ := send(t, http.MethodDelete, url, "", headerSessionID, sid); resp.StatusCode != 404 {
+			t.Errorf("second DELETE: %d, want 404", resp.StatusCode)
+		}
 	}
 }
 
