@@ -1,0 +1,194 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	agentsvc "github.com/mirobody/mirobody-go/agent-svc"
+	"github.com/mirobody/mirobody-go/agent-svc/scripted"
+	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
+	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/svc"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
+)
+
+// tcpProxy forwards connections to target until killed, so a test can cut
+// one service off the network as a crash would.
+type tcpProxy struct {
+	l     net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newTCPProxy(t *testing.T, target string) *tcpProxy {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	p := &tcpProxy{l: l}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, u)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(u, c); u.Close() }()
+			go func() { _, _ = io.Copy(c, u); c.Close() }()
+		}
+	}()
+	t.Cleanup(p.kill)
+	return p
+}
+
+func (p *tcpProxy) kill() {
+	p.l.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+type runResult struct {
+	ack    *agent.StartResponse
+	finish string
+	err    error
+	done   time.Time
+}
+
+// TestChatTwoInstances runs two agent-svc replicas in one queue group: 20
+// concurrent turns complete on both, and cutting one off mid-turn fails
+// only its turns, within the heartbeat window.
+func TestChatTwoInstances(t *testing.T) {
+	var mu sync.Mutex
+	slow := false
+	srv := scripted.New(func(r *scripted.Received) (scripted.Step, error) {
+		mu.Lock()
+		delay := map[bool]time.Duration{true: 150 * time.Millisecond}[slow]
+		mu.Unlock()
+		if r.StepsSinceUser() == 0 {
+			return scripted.Step{Delay: delay, Calls: []scripted.Call{{Name: "write_todos", Args: `{"todos":[{"content":"x","status":"completed"}]}`}}}, nil
+		}
+		return scripted.Step{Delay: delay, Text: "done " + r.LastUser()}, nil
+	})
+	t.Cleanup(srv.Close)
+	natsURL := servicetest.NATS(t)
+	db := servicetest.Postgres(t, nil)
+	log := servicetest.Logger(t)
+	cfg := testConfig(t, natsURL, db.DSN)
+	cfg.MCPToolDirs = []string{"builtin"}
+	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "m", BaseURL: srv.OpenAIBaseURL()}}
+	cfg.HeartbeatMS = 100
+	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}),
+		agentsvc.New(agentsvc.Options{Config: cfg, Log: log.With("replica", "a")}))
+	proxy := newTCPProxy(t, natsURL[len("nats://"):])
+	cfgB := *cfg
+	cfgB.NATSURL = "nats://" + proxy.l.Addr().String()
+	b := agentsvc.New(agentsvc.Options{Config: &cfgB, Log: log.With("replica", "b")})
+	gb := svc.NewGroup(svc.Options{Services: []svc.Service{b}, Log: log, Grace: time.Second})
+	must(t, gb.Start(context.Background()))
+	t.Cleanup(func() { _ = gb.Stop(context.Background()) })
+
+	wc := servicetest.Client(t, natsURL)
+	acct, err := vfs.NewAccounts(wc).Create(context.Background(), &vfs.AccountCreateRequest{Email: "scale@example.com"})
+	must(t, err)
+	client := agent.NewClient(wc)
+	runAll := func(n int, started chan<- struct{}) []runResult {
+		out := make([]runResult, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				var finish string
+				ack, err := client.Run(ctx, &agent.StartRequest{RunID: uuid.NewString(), AccountID: acct.ID, Question: fmt.Sprintf("turn %d", i), Provider: "oa"},
+					func(ev agent.Event) {
+						switch ev.Type {
+						case agent.EventStart:
+							if started != nil {
+								started <- struct{}{}
+							}
+						case agent.EventEnd:
+							finish = ev.FinishReason
+						}
+					})
+				out[i] = runResult{ack: ack, finish: finish, err: err, done: time.Now()}
+			}()
+		}
+		wg.Wait()
+		return out
+	}
+
+	res := runAll(20, nil)
+	perInstance := map[string]int{}
+	for i, r := range res {
+		if r.err != nil || r.finish != agent.FinishStop {
+			t.Fatalf("turn %d: finish %q err %v", i, r.finish, r.err)
+		}
+		perInstance[r.ack.Instance]++
+	}
+	if len(perInstance) != 2 {
+		t.Fatalf("turns per instance %v, want both replicas used", perInstance)
+	}
+
+	mu.Lock()
+	slow = true
+	mu.Unlock()
+	started := make(chan struct{}, 16)
+	var killed time.Time
+	go func() {
+		for range 16 {
+			<-started
+		}
+		killed = time.Now()
+		proxy.kill()
+	}()
+	res = runAll(16, started)
+	lost, completed := 0, 0
+	for i, r := range res {
+		switch {
+		case r.err == nil && r.finish == agent.FinishStop:
+			completed++
+		case wire.IsCode(r.err, wire.Unavailable):
+			lost++
+			if d := r.done.Sub(killed); d > 2*time.Second {
+				t.Errorf("turn %d failed %v after the kill, want within the heartbeat window", i, d)
+			}
+		default:
+			t.Errorf("turn %d: finish %q err %v", i, r.finish, r.err)
+		}
+	}
+	// Both kinds must occur, and each replica's turns share one fate.
+	fate := map[string]bool{}
+	for _, r := range res {
+		ok := r.err == nil
+		if prev, seen := fate[r.ack.Instance]; seen && prev != ok {
+			t.Errorf("replica %s has both completed and lost turns", r.ack.Instance)
+		}
+		fate[r.ack.Instance] = ok
+	}
+	if lost == 0 || completed == 0 {
+		t.Fatalf("completed %d, lost %d: want the survivor's turns to complete and the killed replica's to fail", completed, lost)
+	}
+}
