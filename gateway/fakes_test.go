@@ -52,6 +52,7 @@ var fakeTools = []registry.Tool{
 	{Name: "block", Description: "waits for its cancellation", InputSchema: json.RawMessage(`{"type":"object"}`)},
 	{Name: "echo", Description: "echoes text", InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)},
 	{Name: "progress", Description: "reports progress twice", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	{Name: "regional", Description: "mirrors region in Mcp-Param-Region", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
 	{Name: "whoami", Description: "names the caller", InputSchema: json.RawMessage(`{"type":"object"}`), TakesUserInfo: true},
 }
 
@@ -122,6 +123,8 @@ func (f *fakes) call(ctx context.Context, req *registry.CallRequest) (*registry.
 		var a struct{ Text string }
 		_ = json.Unmarshal(req.Arguments, &a)
 		return text(a.Text), nil
+	case "regional":
+		return text("ok"), nil
 	case "whoami":
 		if req.Caller.Anonymous() {
 			return nil, wire.Errorf(wire.Unauthenticated, "whoami needs a signed-in caller")

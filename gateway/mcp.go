@@ -66,12 +66,13 @@ type mcpOptions struct {
 type mcpServer struct {
 	mcpOptions
 	challenge string
+	params    *paramIndex
 }
 
 // newMCPServer returns the /mcp handler.
 func newMCPServer(opts mcpOptions) *mcpServer {
 	base := strings.TrimRight(opts.PublicURL, "/")
-	return &mcpServer{mcpOptions: opts,
+	return &mcpServer{mcpOptions: opts, params: &paramIndex{now: time.Now},
 		challenge: `Bearer resource_metadata="` + base + `/.well-known/oauth-protected-resource/mcp", scope="mcp"`}
 }
 

@@ -75,6 +75,10 @@ func (m *mcpServer) post(w http.ResponseWriter, r *http.Request) {
 			writeRPCError(w, single.ID, e)
 			return
 		}
+		if e := m.checkParams(q, single); e != nil {
+			writeRPCError(w, single.ID, e)
+			return
+		}
 	}
 	if single.notification() {
 		m.notify(q, single)
@@ -228,4 +232,24 @@ func response(id json.RawMessage, res any, e *rpcError) rpcResponse {
 		return rpcResponse{JSONRPC: "2.0", ID: id, Error: e.Err}
 	}
 	return rpcResponse{JSONRPC: "2.0", ID: id, Result: res}
+}
+
+// checkParams applies SEP-2243 to a modern tools/call: arguments whose
+// schema carries x-mcp-header must be mirrored in Mcp-Param headers.
+func (m *mcpServer) checkParams(q *request, msg *rpcMessage) *rpcError {
+	if msg.Method != "tools/call" {
+		return nil
+	}
+	var p callParams
+	if json.Unmarshal(msg.Params, &p) != nil || p.Name == "" {
+		return nil
+	}
+	b, err := m.params.bindings(q.r.Context(), m.Registry, p.Name)
+	if err != nil {
+		return m.registryError(q.r.Context(), err)
+	}
+	if err := checkParamHeaders(q.r.Header, p.Arguments, b); err != nil {
+		return newRPCError(http.StatusBadRequest, codeHeaderMismatch, "header mismatch: %v", err)
+	}
+	return nil
 }

@@ -91,6 +91,12 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "modern batch", body: `[{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{` + modernMeta + `}}]`, hdr: modernHeaders("tools/list", ""), status: 400, code: -32600},
 		{name: "modern anonymous list is public", body: `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{` + modernMeta + `}}`, hdr: modernHeaders("tools/list", ""), status: 200, resultHas: `"cacheScope":"public"`},
 		{name: "modern account list is private", body: `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{` + modernMeta + `}}`, hdr: append(modernHeaders("tools/list", ""), "Authorization", "Bearer "+keyGood), status: 200, resultHas: `"cacheScope":"private"`},
+		{name: "modern param header", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{"region":"Hello"},` + modernMeta + `}}`, hdr: append(modernHeaders("tools/call", "regional"), "Mcp-Param-Region", "Hello"), status: 200},
+		{name: "modern param header base64", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{"region":"Hello"},` + modernMeta + `}}`, hdr: append(modernHeaders("tools/call", "regional"), "Mcp-Param-Region", "=?base64?SGVsbG8=?="), status: 200},
+		{name: "modern param header missing", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{"region":"Hello"},` + modernMeta + `}}`, hdr: modernHeaders("tools/call", "regional"), status: 400, code: -32020},
+		{name: "modern param header mismatch", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{"region":"Hello"},` + modernMeta + `}}`, hdr: append(modernHeaders("tools/call", "regional"), "Mcp-Param-Region", "Bye"), status: 400, code: -32020},
+		{name: "modern param header bad base64", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{"region":"Hello"},` + modernMeta + `}}`, hdr: append(modernHeaders("tools/call", "regional"), "Mcp-Param-Region", "=?base64?SGVsbG8?="), status: 400, code: -32020},
+		{name: "modern param header for absent argument", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{},` + modernMeta + `}}`, hdr: append(modernHeaders("tools/call", "regional"), "Mcp-Param-Region", "x"), status: 400, code: -32020},
 		{name: "modern call", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"yo"},` + modernMeta + `}}`, hdr: modernHeaders("tools/call", "echo"), status: 200, resultHas: `"resultType":"complete"`},
 	}
 	for _, tc := range tests {
@@ -197,10 +203,10 @@ func TestListFilteredForCaller(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	if got := names(); got != "block,echo,progress,whoami" {
+	if got := names(); got != "block,echo,progress,regional,whoami" {
 		t.Errorf("anonymous: %s", got)
 	}
-	if got := names("Authorization", "Bearer "+keyGood); got != "block,echo,progress,whoami,private" {
+	if got := names("Authorization", "Bearer "+keyGood); got != "block,echo,progress,regional,whoami,private" {
 		t.Errorf("signed in: %s", got)
 	}
 }

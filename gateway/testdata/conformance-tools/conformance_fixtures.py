@@ -58,3 +58,18 @@ json_schema_2020_12_tool.input_schema = {
     "else": {"required": ["email"]},
     "additionalProperties": False,
 }
+
+
+def test_custom_headers(region: str, query: str = "") -> str:
+    """Mirrors region in the Mcp-Param-Region header (scenario http-custom-header-server-validation)."""
+    return "region " + region
+
+
+test_custom_headers.input_schema = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"},
+        "query": {"type": "string"},
+    },
+    "required": ["region"],
+}
