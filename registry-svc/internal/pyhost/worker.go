@@ -115,7 +115,7 @@ func spawn(ctx context.Context, python string, script []byte, log *slog.Logger) 
 	go w.readLoop()
 	select {
 	case h := <-w.hello:
-		w.log = w.log.With("python", h.Python)
+		w.log.Debug("python tool host started", "python", h.Python)
 		return w, nil
 	case <-w.done:
 		return nil, fmt.Errorf("python tool host exited at start: %w", w.err)
