@@ -126,7 +126,7 @@ func (d *Data) Import(ctx context.Context, req *ImportRequest, r io.Reader) (*Im
 	format := req.Format
 	if format == FormatJSON {
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(jsonArrayToLines(r, pw)) }()
+		go func(src io.Reader) { pw.CloseWithError(jsonArrayToLines(src, pw)) }(r)
 		defer pr.Close()
 		r, format = pr, FormatNDJSON
 	}
