@@ -39,11 +39,22 @@ type Service struct {
 	log  *slog.Logger
 	pool *pgxpool.Pool
 	node *node.Node
+	// VFS limits and the read-only skills mount, from the config.
+	maxFile int
+	quota   int
+	mount   *skillMount
 }
 
 // New returns a vfs-svc that is not started.
 func New(opts Options) *Service {
-	return &Service{opts: opts, log: opts.Log.With("component", "vfs-svc")}
+	cfg := opts.Config
+	return &Service{
+		opts:    opts,
+		log:     opts.Log.With("component", "vfs-svc"),
+		maxFile: cfg.VFSMaxFileBytes,
+		quota:   cfg.VFSQuotaBytes,
+		mount:   &skillMount{dirs: cfg.SkillDirs, maxFile: int64(cfg.VFSMaxFileBytes)},
+	}
 }
 
 // Name implements svc.Service.
@@ -95,5 +106,11 @@ func (s *Service) Checks() []svc.Check {
 }
 
 func (s *Service) register() error {
-	return s.registerAccounts(s.node.Service.Group("accounts"), s.node.Service.Group("keys"))
+	svc := s.node.Service
+	return errors.Join(
+		s.registerAccounts(svc.Group("accounts"), svc.Group("keys")),
+		s.registerFS(svc.Group("fs")),
+		s.registerSessions(svc.Group("sessions")),
+		s.registerData(svc.Group("data"), svc.Group("data.import"), svc.Group("data.health"), svc.Group("data.genetic")),
+	)
 }
