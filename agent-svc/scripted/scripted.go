@@ -125,6 +125,7 @@ type Server struct {
 	mu      sync.Mutex
 	errs    []error
 	recv    []*Received
+	busy    time.Duration
 }
 
 // New starts a server on a free loopback port.
@@ -169,6 +170,14 @@ func (s *Server) Errors() []error {
 	return append([]error(nil), s.errs...)
 }
 
+// Busy returns the time spent in the server's handlers, so benchmarks can
+// tell the test double's cost from the client's.
+func (s *Server) Busy() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.busy
+}
+
 // Requests returns every request received so far.
 func (s *Server) Requests() []*Received {
 	s.mu.Lock()
@@ -178,6 +187,12 @@ func (s *Server) Requests() []*Received {
 
 func (s *Server) handle(format string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		defer func() {
+			s.mu.Lock()
+			s.busy += time.Since(start)
+			s.mu.Unlock()
+		}()
 		var rec *Received
 		var err error
 		if format == FormatOpenAI {
