@@ -242,6 +242,11 @@ func (s *Service) serve() error {
 		return fmt.Errorf("subscribing to data changes: %w", err)
 	}
 	s.subs = append(s.subs, cancelSub, dataSub)
+	// Subscriptions are sent asynchronously: flush so that the server knows
+	// them before Start returns and callers are told we serve.
+	if err := s.node.Conn.Flush(); err != nil {
+		return fmt.Errorf("flushing subscriptions: %w", err)
+	}
 	return nil
 }
 
