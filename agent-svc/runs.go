@@ -180,6 +180,9 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 			return agent.FinishError
 		}
 	case wire.IsCode(err, wire.NotFound):
+	case ctx.Err() != nil:
+		// Cancelled before the history was read: nothing to save.
+		return agent.FinishCancelled
 	default:
 		log.Warn("loading the session failed", "err", err)
 		r.emit(agent.Event{Type: agent.EventError, Message: "session storage is unavailable"})

@@ -1,0 +1,150 @@
+package stack
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirobody/mirobody-go/agent-svc/scripted"
+	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// TestChatCancelOnDisconnect: a client that goes away stops the turn, and
+// the completed part is saved with finish cancelled.
+func TestChatCancelOnDisconnect(t *testing.T) {
+	asked := make(chan struct{}, 1)
+	srv := scripted.New(func(r *scripted.Received) (scripted.Step, error) {
+		asked <- struct{}{}
+		return scripted.Step{Delay: 3 * time.Second, Text: "a very slow answer"}, nil
+	})
+	t.Cleanup(srv.Close)
+	st := startChatStack(t, srv, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b, _ := json.Marshal(map[string]any{"question": "slow", "provider": "oa"})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, st.URL+"/api/chat", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+st.Key)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	must(t, err)
+	var start agent.Event
+	must(t, json.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(line), "data: ")), &start))
+	if start.Type != agent.EventStart {
+		t.Fatalf("first event %q", line)
+	}
+	<-asked // the model call is in flight
+	cancelled := time.Now()
+	cancel()
+	servicetest.Eventually(t, 2*time.Second, func() bool {
+		code, body := httpGet(t, st.URL+"/api/sessions/"+start.SessionID, st.Key)
+		var got vfs.SessionGetResponse
+		return code == http.StatusOK && json.Unmarshal(body, &got) == nil && len(got.Turns) == 1 && got.Turns[0].Finish == agent.FinishCancelled
+	}, "the cancelled turn was not saved as cancelled")
+	if d := time.Since(cancelled); d > 2*time.Second {
+		t.Fatalf("cancellation took %v", d)
+	}
+}
+
+// TestChatSessionDelete: deleting a session removes its turns, its VFS
+// files and its REPL state, and leaves /memories/ alone.
+func TestChatSessionDelete(t *testing.T) {
+	sw := &switchable{}
+	srv := scripted.New(sw.respond)
+	t.Cleanup(srv.Close)
+	st := startChatStack(t, srv, nil)
+	var replOut string
+	script := func(code string) scripted.Responder {
+		return func(r *scripted.Received) (scripted.Step, error) {
+			switch r.StepsSinceUser() {
+			case 0:
+				args, _ := json.Marshal(map[string]string{"code": code})
+				return scripted.Step{Calls: []scripted.Call{
+					{Name: "write_file", Args: `{"file_path":"/notes/x.md","content":"x"}`},
+					{Name: "write_file", Args: `{"file_path":"/memories/prefs.md","content":"likes tea"}`},
+					{Name: "js_eval", Args: string(args)}}}, nil
+			}
+			replOut = r.ToolResults()[2].Content
+			return scripted.Step{Text: "ok"}, nil
+		}
+	}
+	sw.set(script("var kept = 1; typeof kept"))
+	evs := st.chat(t, map[string]any{"question": "remember", "provider": "oa"})
+	id := evs[0].SessionID
+	if finishOf(evs) != agent.FinishStop || replOut != "=> number\n" {
+		t.Fatalf("first turn %q %q", finishOf(evs), replOut)
+	}
+	sw.set(script("typeof kept"))
+	st.chat(t, map[string]any{"question": "again", "provider": "oa", "session_id": id})
+	if replOut != "=> number\n" {
+		t.Fatalf("REPL state did not persist across turns: %q", replOut)
+	}
+
+	req, _ := http.NewRequest(http.MethodDelete, st.URL+"/api/sessions/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+st.Key)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var del vfs.SessionDeleteResponse
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &del) != nil || del.FilesDeleted != 1 {
+		t.Fatalf("DELETE: %s %s", resp.Status, body)
+	}
+	if code, _ := httpGet(t, st.URL+"/api/sessions/"+id, st.Key); code != http.StatusNotFound {
+		t.Fatalf("GET after DELETE: %d", code)
+	}
+	fs := vfs.NewFS(servicetest.Client(t, st.NATS))
+	ctx := context.Background()
+	if _, err := fs.Stat(ctx, &vfs.StatRequest{Scope: vfs.Scope{AccountID: st.AccountID, SessionID: id}, Path: "/notes/x.md"}); !wire.IsCode(err, wire.NotFound) {
+		t.Fatalf("session file after DELETE: %v", err)
+	}
+	if _, err := fs.Stat(ctx, &vfs.StatRequest{Scope: vfs.Scope{AccountID: st.AccountID}, Path: "/memories/prefs.md"}); err != nil {
+		t.Fatalf("memories after DELETE: %v", err)
+	}
+	// The same id starts over: the REPL state went with the session. The
+	// deletion event is asynchronous, so poll with fresh turns.
+	sw.set(script("typeof kept"))
+	servicetest.Eventually(t, 2*time.Second, func() bool {
+		st.chat(t, map[string]any{"question": "after delete", "provider": "oa", "session_id": id})
+		return replOut == "=> undefined\n"
+	}, "REPL state survived the session's deletion")
+}
+
+// TestChatAllowedTools: ALLOWED_TOOLS_DEEP limits the registry tools the
+// model sees and may call.
+func TestChatAllowedTools(t *testing.T) {
+	var offered []string
+	var result string
+	srv := scripted.New(func(r *scripted.Received) (scripted.Step, error) {
+		if r.StepsSinceUser() == 0 {
+			offered = r.Tools
+			return scripted.Step{Calls: []scripted.Call{{Name: "whoami", Args: `{}`}}}, nil
+		}
+		result = r.ToolResults()[0].Content
+		return scripted.Step{Text: "ok"}, nil
+	})
+	t.Cleanup(srv.Close)
+	st := startChatStack(t, srv, func(c *conf.Config) { c.AllowedToolsDeep = []string{"add"} })
+	st.chat(t, map[string]any{"question": "who", "provider": "oa"})
+	has := map[string]bool{}
+	for _, n := range offered {
+		has[n] = true
+	}
+	if !has["add"] || has["whoami"] || has["big"] || !has["read_file"] || !has["js_eval"] {
+		t.Fatalf("offered %v", offered)
+	}
+	if !strings.Contains(result, "not available") {
+		t.Fatalf("calling a tool outside the whitelist: %q", result)
+	}
+}
