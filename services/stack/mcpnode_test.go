@@ -74,7 +74,7 @@ func run(t *testing.T, ctx context.Context, dir, name string, args ...string) []
 	return out.Bytes()
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

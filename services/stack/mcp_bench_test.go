@@ -1,0 +1,137 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	agentsvc "github.com/mirobody/mirobody-go/agent-svc"
+	"github.com/mirobody/mirobody-go/gateway"
+	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
+	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/svc"
+	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
+)
+
+// benchClients is the number of concurrent MCP clients (issue 4).
+const benchClients = 64
+
+// BenchmarkMCPToolsCall compares tools/call of the same trivial tool
+// (read_skill of a one-line SKILL.md: a file read) served by a bare go-sdk
+// server and through gateway → NATS → registry-svc, each with 64
+// concurrent Go SDK clients. It reports calls/s and p50/p99 latency.
+func BenchmarkMCPToolsCall(b *testing.B) {
+	skills := b.TempDir()
+	must(b, os.MkdirAll(filepath.Join(skills, "bench"), 0o755))
+	must(b, os.WriteFile(filepath.Join(skills, "bench", "SKILL.md"), []byte("---\nname: bench\n---\nhello\n"), 0o644))
+
+	b.Run("bare-go-sdk", func(b *testing.B) {
+		benchCalls(b, bareServer(b, skills))
+	})
+	b.Run("gateway-nats-registry", func(b *testing.B) {
+		benchCalls(b, benchStack(b, skills))
+	})
+}
+
+// bareServer serves read_skill with the go-sdk's own Streamable HTTP
+// handler, reading the same file.
+func bareServer(b *testing.B, skills string) string {
+	b.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+	type args struct {
+		Name string `json:"name"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "read_skill", Description: "reads a skill"}, func(_ context.Context, _ *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
+		text, err := os.ReadFile(filepath.Join(skills, a.Name, "SKILL.md"))
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, nil, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	b.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// benchStack runs the four services with only the Go built-ins.
+func benchStack(b *testing.B, skills string) string {
+	b.Helper()
+	natsURL := servicetest.NATS(b)
+	db := servicetest.Postgres(b, nil)
+	res, err := conf.Load(conf.LoadOptions{Path: "testdata/empty.yaml", LookupEnv: func(string) (string, bool) { return "", false }})
+	must(b, err)
+	cfg := res.Config
+	cfg.NATSURL, cfg.DatabaseURL = natsURL, db.DSN
+	cfg.HTTPAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.MCPToolDirs, cfg.SkillDirs, cfg.ToolsWatch = []string{"builtin"}, []string{skills}, false
+	cfg.RateLimitAcct, cfg.RateLimitIP = 0, 0
+	cfg.LogLevel = "warn"
+	log := servicetest.Logger(b)
+	gw := gateway.New(gateway.Options{Config: cfg, Log: log})
+	g := svc.NewGroup(svc.Options{Log: log, Grace: 10 * time.Second, Services: []svc.Service{
+		vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}),
+		agentsvc.New(agentsvc.Options{Config: cfg, Log: log}), gw}})
+	must(b, g.Start(context.Background()))
+	b.Cleanup(func() { _ = g.Stop(context.Background()) })
+	return "http://" + gw.Addr() + "/mcp"
+}
+
+// benchCalls runs b.N calls spread over benchClients sessions.
+func benchCalls(b *testing.B, url string) {
+	ctx := context.Background()
+	sessions := make([]*mcp.ClientSession, benchClients)
+	for i := range sessions {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		must(b, err)
+		b.Cleanup(func() { _ = cs.Close() })
+		sessions[i] = cs
+	}
+	params := &mcp.CallToolParams{Name: "read_skill", Arguments: map[string]any{"name": "bench"}}
+	if res, err := sessions[0].CallTool(ctx, params); err != nil || res.IsError {
+		b.Fatalf("warm-up call: %v %+v", err, res)
+	}
+	lat := make([][]time.Duration, benchClients)
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for i, cs := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				t0 := time.Now()
+				res, err := cs.CallTool(ctx, params)
+				if err != nil || res.IsError {
+					failed.Store(fmt.Sprintf("%v %+v", err, res))
+					return
+				}
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if f := failed.Load(); f != nil {
+		b.Fatalf("call failed: %v", f)
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
