@@ -14,6 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mirobody/mirobody-go/registry-svc/internal/builtin"
 	"github.com/mirobody/mirobody-go/registry-svc/internal/pyhost"
 	"github.com/mirobody/mirobody-go/services/registry"
@@ -97,6 +101,7 @@ type Registry struct {
 	policy   *policy
 	deps     *builtin.Deps
 	pub      *wire.Client // publishes progress events
+	tracer   trace.Tracer
 	timeout  time.Duration
 	mu       sync.RWMutex
 	snap     *snapshot
@@ -186,32 +191,49 @@ func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*regist
 		defer r.untrack(req.CallID)
 	}
 
+	ctx, span := r.tracer.Start(ctx, "tool "+req.Name, trace.WithAttributes(
+		attribute.String("mirobody.tool", req.Name), attribute.Bool("mirobody.tool.builtin", e.builtin != nil)))
+	defer span.End()
 	start := time.Now()
-	var resp *registry.CallResponse
-	if e.builtin != nil {
-		breq := &builtin.Request{Args: args, Deps: r.deps, Progress: r.progress(req.ProgressSubject)}
-		if e.tool.TakesUserInfo {
-			breq.User = user
+	resp, err := r.run(ctx, s, e, req, args, user)
+	if ctx.Err() != nil && (err != nil || resp == nil || resp.IsError) {
+		if errors.Is(context.Cause(ctx), errCancelled) {
+			resp, err = textResult(fmt.Sprintf("%s was cancelled", req.Name), true), nil
+		} else {
+			r.log.WarnContext(ctx, "tool call timed out", "tool", req.Name, "duration_ms", time.Since(start).Milliseconds())
+			resp, err = textResult(fmt.Sprintf("%s timed out after %s", req.Name, time.Since(start).Round(time.Millisecond)), true), nil
 		}
-		v, cerr := e.builtin.Call(ctx, breq)
-		resp, err = builtinResult(req.Name, v, cerr)
-		if err != nil && resp != nil {
-			r.log.ErrorContext(ctx, "built-in tool failed", "tool", req.Name, "err", err)
-			err = nil
-		}
-	} else {
+	}
+	switch {
+	case err != nil:
+		span.SetStatus(codes.Error, string(wire.CodeOf(err)))
+	case resp.IsError:
+		span.SetAttributes(attribute.Bool("mirobody.tool.is_error", true))
+	}
+	r.log.DebugContext(ctx, "tool call finished", "tool", req.Name, "duration_ms", time.Since(start).Milliseconds(), "is_error", resp != nil && resp.IsError, "err", err)
+	return resp, err
+}
+
+// run executes a validated call of e.
+func (r *Registry) run(ctx context.Context, s *snapshot, e *entry, req *registry.CallRequest, args json.RawMessage, user builtin.UserInfo) (*registry.CallResponse, error) {
+	if e.builtin == nil {
 		var ui any
 		if e.tool.TakesUserInfo {
 			ui = user
 		}
-		resp, err = r.callPython(ctx, s, req.Name, args, ui)
+		return r.callPython(ctx, s, req.Name, args, ui)
 	}
-	if ctx.Err() != nil && (err != nil || e.builtin != nil) {
-		if errors.Is(context.Cause(ctx), errCancelled) {
-			return textResult(fmt.Sprintf("%s was cancelled", req.Name), true), nil
+	breq := &builtin.Request{Args: args, Deps: r.deps, Progress: r.progress(req.ProgressSubject)}
+	if e.tool.TakesUserInfo {
+		breq.User = user
+	}
+	v, cerr := e.builtin.Call(ctx, breq)
+	resp, err := builtinResult(req.Name, v, cerr)
+	if err != nil && resp != nil {
+		if ctx.Err() == nil {
+			r.log.ErrorContext(ctx, "built-in tool failed", "tool", req.Name, "err", err)
 		}
-		r.log.WarnContext(ctx, "tool call timed out", "tool", req.Name, "duration_ms", time.Since(start).Milliseconds())
-		return textResult(fmt.Sprintf("%s timed out after %s", req.Name, time.Since(start).Round(time.Millisecond)), true), nil
+		err = nil
 	}
 	return resp, err
 }

@@ -84,6 +84,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.reg = &Registry{
 		log:     s.log,
 		pub:     n.Client,
+		tracer:  n.Tracer.Tracer("github.com/mirobody/mirobody-go/registry-svc"),
 		timeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
 		cancels: map[string]context.CancelCauseFunc{},
 		deps:    &builtin.Deps{Client: n.Client, Log: s.log, SkillDirs: cfg.SkillDirs},

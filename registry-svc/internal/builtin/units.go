@@ -58,7 +58,7 @@ var unitSpellings = map[string]string{
 	"mcg": "ug", "lbs": "lb", "pound": "lb", "pounds": "lb", "kilogram": "kg", "kilograms": "kg", "gram": "g", "grams": "g",
 	"inch": "in", "inches": "in", "feet": "ft", "foot": "ft", "meter": "m", "metre": "m",
 	"mm[hg]": "mmhg", "mmhg": "mmhg", "cm[h2o]": "cmh2o", "sec": "s", "hr": "h", "hour": "h", "hours": "h", "day": "d",
-	"mcg/dl": "ug/dl", "mcg/l": "ug/l", "mcg/ml": "ug/ml", "mm": "mm", "mmol": "mmol/l", "mm/l": "mmol/l",
+	"mcg/dl": "ug/dl", "mcg/l": "ug/l", "mcg/ml": "ug/ml",
 	"c": "cel", "°c": "cel", "degc": "cel", "celsius": "cel", "f": "degf", "°f": "degf", "fahrenheit": "degf", "kelvin": "k",
 }
 
@@ -104,12 +104,19 @@ func ConvertUnit(value float64, from, to, indicator string) (*Conversion, error)
 		res.Value = round(back(c(value)))
 		return res, nil
 	}
-	fu, ok1 := unitTable[fk]
-	tu, ok2 := unitTable[tk]
-	switch {
-	case !ok1 || !ok2:
-		return nil, Failf("unknown unit %q; known units: %s", map[bool]string{true: to, false: from}[ok1], knownUnits())
-	case fu.dim == tu.dim:
+	if fk == tk {
+		res.Value = value
+		return res, nil
+	}
+	fu, ok := unitTable[fk]
+	if !ok {
+		return nil, Failf("unknown unit %q; known units: %s", from, knownUnits())
+	}
+	tu, ok := unitTable[tk]
+	if !ok {
+		return nil, Failf("unknown unit %q; known units: %s", to, knownUnits())
+	}
+	if fu.dim == tu.dim {
 		res.Value = round(value * fu.factor / tu.factor)
 		return res, nil
 	}
