@@ -44,6 +44,10 @@ type fakes struct {
 	started chan string
 	// cancelled receives every CancelEvent published.
 	cancelled chan registry.CancelEvent
+	// revoked holds the hashes of keys the fake vfs no longer accepts.
+	revoked map[string]bool
+	// verifies counts vfs.keys.verify requests.
+	verifies int
 }
 
 // fakeTools is the fake registry's tool set. "whoami" takes user_info, so
@@ -61,7 +65,7 @@ var privateTool = registry.Tool{Name: "private", Description: "personal tool", I
 // startFakes serves the fake registry and vfs on a fresh NATS server.
 func startFakes(t testing.TB) *fakes {
 	t.Helper()
-	f := &fakes{url: servicetest.NATS(t), started: make(chan string, 16)}
+	f := &fakes{url: servicetest.NATS(t), started: make(chan string, 16), revoked: map[string]bool{}}
 	f.nc = servicetest.Conn(t, f.url)
 	log := servicetest.Logger(t)
 	reg, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "registry", Version: "0.0.1", Log: log})
@@ -96,6 +100,13 @@ func startFakes(t testing.TB) *fakes {
 	must(t, err)
 	t.Cleanup(func() { _ = vfsSvc.Stop(context.Background()) })
 	must(t, wire.Handle(vfsSvc.Group("keys"), "verify", func(_ context.Context, req *vfs.KeyVerifyRequest) (*vfs.KeyVerifyResponse, error) {
+		f.mu.Lock()
+		revoked := f.revoked[req.Hash]
+		f.verifies++
+		f.mu.Unlock()
+		if revoked {
+			return nil, wire.Errorf(wire.Unauthenticated, "revoked key")
+		}
 		switch req.Hash {
 		case vfs.HashKey(keyGood):
 			return &vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k1", Scopes: []string{"mcp", "api"}}, nil

@@ -237,3 +237,22 @@ func TestModernStreamCloseCancels(t *testing.T) {
 		return len(f.cancels) == 1 && f.cancels[0].CallID == callID
 	}, "closing the stream cancels the call")
 }
+
+func TestStreamKeepAlive(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url)) // MCP_KEEPALIVE_S is 1
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if sc.Text() == ": keep-alive" {
+			return
+		}
+	}
+	t.Fatalf("stream ended without a keep-alive: %v", sc.Err())
+}

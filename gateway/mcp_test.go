@@ -5,6 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/vfs"
 )
 
 const (
@@ -226,4 +230,29 @@ func TestProtectedResourceMetadata(t *testing.T) {
 			t.Errorf("%s: %+v", path, m)
 		}
 	}
+}
+
+// TestKeyCacheRevocation checks that verified keys are cached and that
+// events.keys.revoked drops them at once.
+func TestKeyCacheRevocation(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url))
+	for range 3 {
+		if resp, b := post(t, url, whoami, "Authorization", "Bearer "+keyGood); resp.StatusCode != 200 {
+			t.Fatalf("call: %d %s", resp.StatusCode, b)
+		}
+	}
+	f.mu.Lock()
+	verifies := f.verifies
+	f.revoked[vfs.HashKey(keyGood)] = true
+	f.mu.Unlock()
+	if verifies != 1 {
+		t.Errorf("%d verifications for 3 calls, want 1 (cached)", verifies)
+	}
+	b, _ := json.Marshal(vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k1"})
+	must(t, f.nc.Publish(vfs.EventKeyRevoked, b))
+	servicetest.Eventually(t, 5*time.Second, func() bool {
+		resp, _ := post(t, url, whoami, "Authorization", "Bearer "+keyGood)
+		return resp.StatusCode == 401
+	}, "a revoked key is refused")
 }
