@@ -32,6 +32,9 @@ type entry struct {
 	tool    registry.Tool
 	valid   *validator
 	builtin *builtin.Tool // nil for Python tools
+	// retry allows one more attempt when the host died during the call:
+	// the tool's annotations say it is idempotent or read-only.
+	retry bool
 }
 
 // snapshot is one immutable tool set; a reload builds a new one and swaps it.
@@ -60,6 +63,12 @@ func buildSnapshot(dirs []string, builtins []*builtin.Tool, pyTools []pyhost.Too
 			return
 		}
 		e.valid = v
+		var hints struct {
+			ReadOnly   bool `json:"readOnlyHint"`
+			Idempotent bool `json:"idempotentHint"`
+		}
+		_ = json.Unmarshal(e.tool.Annotations, &hints)
+		e.retry = hints.ReadOnly || hints.Idempotent
 		s.byName[e.tool.Name] = e
 	}
 	for _, d := range dirs {
@@ -221,7 +230,12 @@ func (r *Registry) run(ctx context.Context, s *snapshot, e *entry, req *registry
 		if e.tool.TakesUserInfo {
 			ui = user
 		}
-		return r.callPython(ctx, s, req.Name, args, ui)
+		resp, err := r.callPython(ctx, s, req.Name, args, ui)
+		if err == pyhost.ErrHostStopped && e.retry && ctx.Err() == nil {
+			r.log.WarnContext(ctx, "tool host stopped during an idempotent call; retrying once", "tool", req.Name)
+			return r.callPython(ctx, r.current(), req.Name, args, ui)
+		}
+		return resp, err
 	}
 	breq := &builtin.Request{Args: args, Deps: r.deps, Progress: r.progress(req.ProgressSubject)}
 	if e.tool.TakesUserInfo {

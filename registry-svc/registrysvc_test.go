@@ -231,3 +231,19 @@ func TestStopLeavesNoProcesses(t *testing.T) {
 	}
 	// The Stop from t.Cleanup must be harmless.
 }
+
+func TestHostDeathRetriesOnlyIdempotentCalls(t *testing.T) {
+	e := start(t, map[string]string{"MCP_TOOL_DIRS": "testdata/calls", "PYTHON_WORKERS": "1"})
+	dir := t.TempDir()
+	args := func(name string) string {
+		b, _ := json.Marshal(map[string]string{"marker": dir + "/" + name})
+		return string(b)
+	}
+	if _, err := e.call(t, alice, "crash_once", args("plain")); !wire.IsCode(err, wire.Unavailable) {
+		t.Errorf("plain tool: got %v, want unavailable (no silent retry)", err)
+	}
+	r, err := e.call(t, alice, "crash_once_idempotent", args("idem"))
+	if err != nil || text(r) != "recovered" {
+		t.Errorf("idempotent tool: %v %v, want one retry that succeeds", r, err)
+	}
+}

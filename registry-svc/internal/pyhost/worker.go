@@ -49,8 +49,9 @@ type hostLog struct {
 	Attrs map[string]any `json:"attrs"`
 }
 
-// errHostStopped is what calls in flight get when their host goes away.
-var errHostStopped = wire.Errorf(wire.Unavailable, "the Python tool host stopped during the call")
+// ErrHostStopped is what calls in flight get when their host goes away; the
+// tool may have run, so only an idempotent call may be sent again.
+var ErrHostStopped = wire.Errorf(wire.Unavailable, "the Python tool host stopped during the call")
 
 // worker is one running host process.
 type worker struct {
@@ -189,7 +190,7 @@ func (w *worker) readLoop() {
 	// worker again.
 	close(w.done)
 	for id, ch := range pending {
-		ch <- &message{ID: id, died: errHostStopped}
+		ch <- &message{ID: id, died: ErrHostStopped}
 	}
 }
 
@@ -201,13 +202,13 @@ func (w *worker) request(ctx context.Context, m *message, cancel bool) (*message
 	w.mu.Lock()
 	if w.err != nil {
 		w.mu.Unlock()
-		return nil, errHostStopped
+		return nil, ErrHostStopped
 	}
 	w.pending[m.ID] = ch
 	w.mu.Unlock()
 	if err := w.send(m); err != nil {
 		w.forget(m.ID)
-		return nil, errHostStopped
+		return nil, ErrHostStopped
 	}
 	select {
 	case r := <-ch:

@@ -91,3 +91,19 @@ def health_summary(user_info: dict) -> str:
 
 
 health_summary.requires_data = "health"
+
+
+def crash_once(marker: str) -> str:
+    """Kills its host the first time (marker file absent), then succeeds."""
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(1)
+    return "recovered"
+
+
+def crash_once_idempotent(marker: str) -> str:
+    """Same, but marked idempotent: the registry may retry it once."""
+    return crash_once(marker)
+
+
+crash_once_idempotent.annotations = {"idempotentHint": True}
