@@ -108,7 +108,12 @@ func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, nullID, newRPCError(http.StatusForbidden, jsonrpc.CodeInvalidRequest, "forbidden: origin %q is not allowed", r.Header.Get("Origin")))
 		return
 	}
+	if r.Header.Get("Origin") != "" {
+		m.cors(w, r)
+	}
 	switch r.Method {
+	case http.MethodOptions:
+		w.WriteHeader(http.StatusNoContent)
 	case http.MethodPost:
 		m.post(w, r)
 	case http.MethodGet:
@@ -116,7 +121,7 @@ func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodDelete:
 		m.delete(w, r)
 	default:
-		w.Header().Set("Allow", "GET, POST, DELETE")
+		w.Header().Set("Allow", "GET, POST, DELETE, OPTIONS")
 		writeRPCError(w, nullID, newRPCError(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "method %s is not allowed on /mcp", r.Method))
 	}
 }
@@ -141,6 +146,24 @@ func (m *mcpServer) originAllowed(r *http.Request) bool {
 	// domain, which is why only loopback literals qualify.
 	u, err := url.Parse(origin)
 	return err == nil && u.Host == r.Host && isLoopbackHost(u.Hostname())
+}
+
+// cors lets browser clients of an allowed origin call /mcp and read the
+// headers MCP needs (the session id and the auth challenge).
+func (m *mcpServer) cors(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Retry-After")
+	if r.Method == http.MethodOptions {
+		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+		// Mcp-Param-* names depend on the tool, so the requested list is
+		// echoed rather than enumerated.
+		if req := r.Header.Get("Access-Control-Request-Headers"); req != "" {
+			h.Set("Access-Control-Allow-Headers", req)
+		}
+		h.Set("Access-Control-Max-Age", "600")
+	}
 }
 
 // isLoopbackHost reports whether host is localhost or a loopback IP.
