@@ -3,7 +3,6 @@ package scripted
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // Demo is the responder `mirobody dev` uses with PROVIDER=scripted: a
@@ -32,9 +31,5 @@ func Demo(r *Received) (Step, error) {
 		}
 		n++
 	}
-	var seen []string
-	for _, m := range r.ToolResults() {
-		seen = append(seen, strings.TrimSpace(m.Content))
-	}
-	return Step{Reasoning: "All steps are done; summarizing.", Text: fmt.Sprintf("This is the scripted provider (PROVIDER=scripted). You asked: %q. I planned the work, saved your question to /notes/question.md, read it back and computed 6 × 7 = 42 in the JavaScript REPL (%d tool results in the last step).", q, len(seen))}, nil
+	return Step{Reasoning: "All steps are done; summarizing.", Text: fmt.Sprintf("This is the scripted provider (PROVIDER=scripted). You asked: %q. I planned the work, saved your question to /notes/question.md, read it back and computed 6 × 7 = 42 in the JavaScript REPL.", q)}, nil
 }

@@ -84,11 +84,13 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 func renderChat(r io.Reader, w io.Writer, raw bool) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	inText := false
-	endText := func() {
-		if inText {
+	// mode is what the last output line is in the middle of: streamed
+	// text, streamed reasoning, or nothing.
+	mode := ""
+	endLine := func() {
+		if mode != "" {
 			fmt.Fprintln(w)
-			inText = false
+			mode = ""
 		}
 	}
 	for sc.Scan() {
@@ -111,13 +113,20 @@ func renderChat(r io.Reader, w io.Writer, raw bool) error {
 		}
 		switch ev.Type {
 		case agent.EventText:
+			if mode != "text" {
+				endLine()
+				mode = "text"
+			}
 			fmt.Fprint(w, ev.Text)
-			inText = true
 		case agent.EventReasoning:
-			endText()
-			fmt.Fprintf(w, "  (thinking) %s\n", oneLine(ev.Reasoning, 200))
+			if mode != "reasoning" {
+				endLine()
+				fmt.Fprint(w, "  (thinking) ")
+				mode = "reasoning"
+			}
+			fmt.Fprint(w, strings.ReplaceAll(ev.Reasoning, "\n", " "))
 		case agent.EventToolCall:
-			endText()
+			endLine()
 			fmt.Fprintf(w, "→ %s %s\n", ev.Name, oneLine(string(ev.Args), 160))
 		case agent.EventToolResult:
 			mark := "←"
@@ -126,7 +135,7 @@ func renderChat(r io.Reader, w io.Writer, raw bool) error {
 			}
 			fmt.Fprintf(w, "%s %s\n", mark, oneLine(ev.Content, 160))
 		case agent.EventTodos:
-			endText()
+			endLine()
 			fmt.Fprintln(w, "todos:")
 			for _, t := range ev.Items {
 				box := map[string]string{"completed": "[x]", "in_progress": "[>]"}[t.Status]
@@ -136,15 +145,15 @@ func renderChat(r io.Reader, w io.Writer, raw bool) error {
 				fmt.Fprintf(w, "  %s %s\n", box, t.Content)
 			}
 		case agent.EventNotice:
-			endText()
+			endLine()
 			fmt.Fprintf(w, "! %s\n", ev.Message)
 		case agent.EventError:
-			endText()
+			endLine()
 			fmt.Fprintf(w, "error: %s\n", ev.Message)
 		case agent.EventStart:
 			fmt.Fprintf(w, "session %s\n", ev.SessionID)
 		case agent.EventEnd:
-			endText()
+			endLine()
 			fmt.Fprintf(w, "(%s)\n", ev.FinishReason)
 			return finishErr(ev.FinishReason)
 		}

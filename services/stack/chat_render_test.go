@@ -1,0 +1,65 @@
+package stack
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mirobody/mirobody-go/agent-svc/scripted"
+	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/conf"
+)
+
+func TestRenderChat(t *testing.T) {
+	cases := []struct {
+		name, stream, want, err string
+	}{
+		{"turn", `data: {"type":"start","id":"r","session_id":"s1"}
+
+data: {"type":"reasoning","reasoning":"think"}
+data: {"type":"reasoning","reasoning":"ing"}
+data: {"type":"text","text":"Hel"}
+data: {"type":"text","text":"lo"}
+data: {"type":"tool_call","id":"c","name":"ls","args":{"path":"/"}}
+data: {"type":"tool_result","tool_call_id":"c","content":"a\nb","status":"ok"}
+data: {"type":"todos","items":[{"content":"x","status":"completed"},{"content":"y","status":"pending"}]}
+data: {"type":"heartbeat"}
+data: {"type":"tool_result","tool_call_id":"d","content":"nope","status":"error"}
+data: {"type":"end","finish_reason":"stop"}
+`, "session s1\n  (thinking) thinking\nHello\n→ ls {\"path\":\"/\"}\n← a b\ntodos:\n  [x] x\n  [ ] y\n✗ nope\n(stop)\n", ""},
+		{"error", `data: {"type":"error","message":"the model provider is unavailable"}
+data: {"type":"end","finish_reason":"unavailable"}
+`, "error: the model provider is unavailable\n(unavailable)\n", "unavailable"},
+		{"cut", `data: {"type":"text","text":"Hel"}
+`, "Hel", "without an end event"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out strings.Builder
+			err := renderChat(strings.NewReader(tc.stream), &out, false)
+			if out.String() != tc.want {
+				t.Errorf("output\n%q\nwant\n%q", out.String(), tc.want)
+			}
+			if (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("err %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestChatScriptedDev runs the turn `mirobody dev` shows with
+// PROVIDER=scripted: the same code path as a real provider.
+func TestChatScriptedDev(t *testing.T) {
+	srv := scripted.New(scripted.Sequence())
+	t.Cleanup(srv.Close)
+	st := startChatStack(t, srv, func(c *conf.Config) { c.Provider = "scripted" })
+	evs := st.chat(t, map[string]any{"question": "show me"})
+	if finishOf(evs) != agent.FinishStop || len(ofType(evs, agent.EventToolCall)) != 5 || len(ofType(evs, agent.EventTodos)) != 2 ||
+		!strings.Contains(textOf(evs), "42") {
+		t.Fatalf("events %+v", evs)
+	}
+	for _, r := range ofType(evs, agent.EventToolResult) {
+		if r.Status != agent.StatusOK {
+			t.Fatalf("tool result %+v", r)
+		}
+	}
+}
