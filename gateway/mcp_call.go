@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 
@@ -105,17 +106,12 @@ func (m *mcpServer) call(ctx context.Context, q *request, msg *rpcMessage, progr
 	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: callID(q, msg.ID), Meta: p.Meta}
 	if progress != nil {
 		req.ProgressSubject = nats.NewInbox()
-		sub, err := m.Conn.Subscribe(req.ProgressSubject, func(nm *nats.Msg) {
-			var ev registry.ProgressEvent
-			if json.Unmarshal(nm.Data, &ev) == nil {
-				progress(ev)
-			}
-		})
+		stop, err := m.relayProgress(req.ProgressSubject, progress)
 		if err != nil {
 			m.Log.WarnContext(ctx, "progress subscription failed", "err", err)
 			req.ProgressSubject = ""
 		} else {
-			defer func() { _ = sub.Unsubscribe() }()
+			defer stop()
 		}
 	}
 	resp, err := m.Registry.Call(ctx, req)
@@ -161,4 +157,47 @@ func (m *mcpServer) cancel(ctx context.Context, id, reason string) {
 	if err := m.Registry.Cancel(ctx, &registry.CancelEvent{CallID: id, Reason: reason}); err != nil {
 		m.Log.WarnContext(ctx, "publishing a cancellation failed", "call_id", id, "err", err)
 	}
+}
+
+// relayProgress passes the ProgressEvents published on subject to progress
+// until stop is called. stop first relays every event that arrived before
+// it: the registry publishes progress and replies on one connection, so
+// NATS delivers its progress ahead of the reply, and a channel subscription
+// keeps that order (a callback subscription would race the reply).
+func (m *mcpServer) relayProgress(subject string, progress func(registry.ProgressEvent)) (stop func(), err error) {
+	ch := make(chan *nats.Msg, 256)
+	sub, err := m.Conn.ChanSubscribe(subject, ch)
+	if err != nil {
+		return nil, fmt.Errorf("subscribing to progress: %w", err)
+	}
+	relay := func(nm *nats.Msg) {
+		var ev registry.ProgressEvent
+		if json.Unmarshal(nm.Data, &ev) == nil {
+			progress(ev)
+		}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case nm := <-ch:
+				relay(nm)
+			case <-quit:
+				for {
+					select {
+					case nm := <-ch:
+						relay(nm)
+					default:
+						return
+					}
+				}
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		_ = sub.Unsubscribe()
+	}, nil
 }
