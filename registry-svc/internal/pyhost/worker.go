@@ -2,6 +2,7 @@ package pyhost
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,8 +85,11 @@ func spawn(ctx context.Context, python string, script []byte, log *slog.Logger) 
 		return nil, fmt.Errorf("creating the reply pipe: %w", err)
 	}
 	// -u: unbuffered print() lines reach the log at once; -B: no __pycache__
-	// in tool folders (it would wake the hot-reload watch).
-	cmd := exec.Command(python, "-u", "-B", "-c", string(script))
+	// in tool folders (it would wake the hot-reload watch). The script comes
+	// on stdin ("-"), which Python reads to the end before running it, so a
+	// tool reading stdin sees end of file.
+	cmd := exec.Command(python, "-u", "-B", "-", "mirobody-tool-host")
+	cmd.Stdin = bytes.NewReader(script)
 	cmd.ExtraFiles = []*os.File{inR, outW}
 	isolate(cmd)
 	stdout, err := cmd.StdoutPipe()
