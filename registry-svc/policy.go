@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,10 +43,11 @@ type policy struct {
 // data kinds, or nil when unknown (anonymous, or the probe failed).
 func (p *policy) decide(c registry.Caller, name, requires string, kinds map[string]bool) decision {
 	if c.Agent != registry.AgentNone {
-		if allow := p.vis.Allowed[c.Agent]; len(allow) > 0 && !slices.Contains(allow, name) {
+		agent := strings.ToUpper(c.Agent)
+		if allow := p.vis.Allowed[agent]; len(allow) > 0 && !slices.Contains(allow, name) {
 			return hidden
 		}
-		if slices.Contains(p.vis.Disallowed[c.Agent], name) {
+		if slices.Contains(p.vis.Disallowed[agent], name) {
 			return hidden
 		}
 	}
