@@ -46,6 +46,11 @@ func (s *Service) startMCP() error {
 		return err
 	}
 	s.hub = h
+	// The subscriptions must reach the server before /mcp serves, or an
+	// event right after start-up would miss its streams.
+	if err := s.node.Conn.Flush(); err != nil {
+		return fmt.Errorf("flushing the event subscriptions: %w", err)
+	}
 	s.mcp = newMCPServer(mcpOptions{
 		Registry:       registry.NewClient(s.node.Client),
 		Conn:           s.node.Conn,
