@@ -52,6 +52,9 @@ type Service struct {
 	watcher *watcher
 	subs    []*nats.Subscription
 	retired sync.WaitGroup // pools of replaced snapshots, still draining
+	// retiring ends the drain of replaced pools early when the service stops.
+	retiring     context.Context
+	stopRetiring context.CancelFunc
 	// restarts counts replaced Python host processes across reloads.
 	restarts atomic.Int64
 }
@@ -81,6 +84,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.node = n
+	s.retiring, s.stopRetiring = context.WithCancel(context.Background())
 	s.reg = &Registry{
 		log:     s.log,
 		pub:     n.Client,
@@ -171,14 +175,14 @@ func (s *Service) reload(ctx context.Context, dirs []string) {
 	old := s.reg.current()
 	if broken := newlyFailed(old.failed, snap.failed); len(broken) > 0 {
 		s.log.Error("tool reload found files that fail to import; keeping the previous tools", "files", broken)
-		closePool(snap.pool, 0)
+		closePool(context.Background(), snap.pool, 0)
 		return
 	}
 	s.reg.swap(snap)
 	s.retired.Add(1)
 	go func() {
 		defer s.retired.Done()
-		closePool(old.pool, s.reg.timeout)
+		closePool(s.retiring, old.pool, s.reg.timeout)
 	}()
 	if snap.revision == old.revision {
 		return
@@ -208,12 +212,13 @@ func contains(list []string, v string) bool {
 	return false
 }
 
-// closePool drains p (waiting for calls in flight up to grace) and stops it.
-func closePool(p *pyhost.Pool, grace time.Duration) {
+// closePool drains p (waiting for calls in flight up to grace, or until ctx
+// ends) and stops it.
+func closePool(ctx context.Context, p *pyhost.Pool, grace time.Duration) {
 	if p == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	ctx, cancel := context.WithTimeout(ctx, grace)
 	defer cancel()
 	p.Close(ctx)
 }
@@ -289,6 +294,9 @@ func (s *Service) stopAll(ctx context.Context) error {
 		if snap := s.reg.current(); snap != nil && snap.pool != nil {
 			snap.pool.Close(ctx)
 		}
+	}
+	if s.stopRetiring != nil {
+		s.stopRetiring()
 	}
 	s.retired.Wait()
 	return errors.Join(errs...)

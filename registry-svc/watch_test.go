@@ -99,3 +99,32 @@ func TestHotReload(t *testing.T) {
 	default:
 	}
 }
+
+// TestReloadDrainsCallsInFlight: a call running in the old host finishes
+// normally after a reload swapped the registry.
+func TestReloadDrainsCallsInFlight(t *testing.T) {
+	dir := t.TempDir()
+	slow := "import asyncio\n\n\nasync def slow(seconds: float) -> str:\n    \"\"\"Sleeps.\"\"\"\n    print('slow started', flush=True)\n    await asyncio.sleep(seconds)\n    return 'done'\n"
+	if err := os.WriteFile(filepath.Join(dir, "slow.py"), []byte(slow), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := start(t, map[string]string{"MCP_TOOL_DIRS": dir, "PYTHON_WORKERS": "1", "TOOLS_WATCH": "true"})
+	before := e.svc.reg.current()
+	result := make(chan string, 1)
+	go func() {
+		r, err := e.call(t, alice, "slow", `{"seconds": 1.5}`)
+		if err != nil {
+			result <- err.Error()
+			return
+		}
+		result <- text(r)
+	}()
+	servicetest.Eventually(t, 5*time.Second, func() bool { return strings.Contains(e.logs.String(), "slow started") }, "slow call running")
+	if err := os.WriteFile(filepath.Join(dir, "other.py"), []byte("def other() -> str:\n    \"\"\"Other.\"\"\"\n    return 'o'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	servicetest.Eventually(t, 3*time.Second, func() bool { return e.svc.reg.current() != before }, "registry swapped")
+	if got := <-result; got != "done" {
+		t.Errorf("call in flight across the reload: %q, want done", got)
+	}
+}
