@@ -94,7 +94,11 @@ type request struct {
 
 // caller is the registry's view of the request's identity.
 func (q *request) caller() registry.Caller {
-	c := registry.Caller{SessionID: q.sessionID}
+	c := registry.Caller{}
+	if q.session != nil {
+		// Only a session id that opened reaches tools (user_info.session_id).
+		c.SessionID = q.sessionID
+	}
 	if q.principal != nil {
 		c.AccountID = q.principal.AccountID
 		c.Agent = q.principal.Agent
