@@ -128,7 +128,7 @@ func (s *Service) routes() *echo.Echo {
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPut, http.MethodPatch, http.MethodOptions}, "/mcp", mcpHandler)
 	e.GET("/.well-known/oauth-protected-resource", s.protectedResourceMetadata)
 	e.GET("/.well-known/oauth-protected-resource/mcp", s.protectedResourceMetadata)
-	api := e.Group("/api", s.requireAuth("api"))
+	api := e.Group("/api", s.requireAuth("api"), s.rateLimit)
 	api.GET("/me", s.me)
 	s.dataRoutes(api)
 	s.chatRoutes(api)

@@ -8,7 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
+
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // limitsOptions configures limits.
@@ -120,4 +123,18 @@ func clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// rateLimit applies the per-account budget of /mcp to the authenticated
+// /api routes (SPEC §6), sharing one bucket per account across both.
+func (s *Service) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if e := s.mcp.admit(c.Request(), principal(c)); e != nil {
+			for k, v := range e.Header {
+				c.Response().Header().Set(k, v)
+			}
+			return wire.Errorf(wire.ResourceExhausted, "rate limit exceeded, retry later")
+		}
+		return next(c)
+	}
 }

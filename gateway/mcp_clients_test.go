@@ -185,4 +185,9 @@ func TestRateLimit(t *testing.T) {
 	if resp, _ := post(t, url, listBody, "Authorization", "Bearer "+keyOther); resp.StatusCode != 200 {
 		t.Errorf("other account: %d", resp.StatusCode)
 	}
+	// The account's budget is shared with /api.
+	resp, _ := send(t, http.MethodGet, strings.TrimSuffix(url, "/mcp")+"/api/me", "", "Authorization", "Bearer "+keyGood)
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("/api/me over the budget: %d, Retry-After %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
 }
