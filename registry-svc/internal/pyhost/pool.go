@@ -36,13 +36,21 @@ var MinPython = [2]int{3, 9}
 
 // ToolInfo is one discovered Python tool.
 type ToolInfo struct {
-	Name          string          `json:"name"`
-	Description   string          `json:"description"`
-	InputSchema   json.RawMessage `json:"inputSchema"`
-	Annotations   json.RawMessage `json:"annotations,omitempty"`
-	RequiresData  string          `json:"requires_data,omitempty"`
-	TakesUserInfo bool            `json:"takes_user_info"`
-	IsAsync       bool            `json:"is_async"`
+	// Name is the function or method name.
+	Name string `json:"name"`
+	// Description is the docstring's first paragraph plus its Returns: text.
+	Description string `json:"description"`
+	// InputSchema is generated from the type hints (SPEC §2.2) or taken from
+	// the function's input_schema attribute.
+	InputSchema json.RawMessage `json:"inputSchema"`
+	// Annotations is the function's annotations attribute, if any.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// RequiresData is the function's requires_data attribute (§3.1).
+	RequiresData string `json:"requires_data,omitempty"`
+	// TakesUserInfo is true when the function has a user_info parameter.
+	TakesUserInfo bool `json:"takes_user_info"`
+	// IsAsync is true for coroutine functions.
+	IsAsync bool `json:"is_async"`
 	// Source is "<file>:<line>" of the function.
 	Source string `json:"source"`
 }
