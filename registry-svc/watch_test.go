@@ -128,3 +128,10 @@ func TestReloadDrainsCallsInFlight(t *testing.T) {
 		t.Errorf("call in flight across the reload: %q, want done", got)
 	}
 }
+
+func TestToolsWatchFalseDisablesReload(t *testing.T) {
+	e := start(t, map[string]string{"MCP_TOOL_DIRS": t.TempDir(), "PYTHON_WORKERS": "1", "TOOLS_WATCH": "false"})
+	if e.svc.watcher != nil {
+		t.Error("TOOLS_WATCH=false started a folder watch")
+	}
+}
