@@ -15,6 +15,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/deep"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/jsrepl"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
@@ -45,11 +46,12 @@ type Service struct {
 	node *node.Node
 
 	providers *providerSet
-	deep      *deep.Agent
-	sessions  *vfs.Sessions
-	repl      *jsrepl.Store
-	scripted  *scripted.Server
-	subs      []*nats.Subscription
+	// agents maps deep (and later base) to the agent running its turns.
+	agents   map[string]turn.Agent
+	sessions *vfs.Sessions
+	repl     *jsrepl.Store
+	scripted *scripted.Server
+	subs     []*nats.Subscription
 
 	mu   sync.Mutex
 	runs map[string]context.CancelCauseFunc
@@ -95,8 +97,8 @@ func (s *Service) Start(ctx context.Context) error {
 	for k, v := range cfg.SubagentsDeep {
 		subagents[k] = deep.Subagent{Description: v.Description, Prompt: v.Prompt}
 	}
-	s.deep = deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: vfs.NewFS(n.Client), REPL: s.repl, Prompt: prompt,
-		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens, Log: s.log})
+	s.agents = map[string]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: vfs.NewFS(n.Client), REPL: s.repl, Prompt: prompt,
+		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens, Log: s.log})}
 	if err := s.register(); err != nil {
 		_ = s.Stop(ctx)
 		return fmt.Errorf("registering agent endpoints: %w", err)

@@ -13,9 +13,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 
-	"github.com/mirobody/mirobody-go/agent-svc/internal/deep"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/vfs"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -50,8 +50,8 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	if err != nil {
 		return nil, err
 	}
-	if kind == agent.AgentBase {
-		return nil, wire.Errorf(wire.FailedPrecondition, "the Base agent is not available in this version; use agent \"deep\"")
+	if s.agents[kind] == nil {
+		return nil, wire.Errorf(wire.FailedPrecondition, "the %s agent is not available in this version; use agent \"deep\"", kind)
 	}
 	provider, model, err := s.providers.resolve(req.Provider, req.Model)
 	if err != nil {
@@ -189,10 +189,10 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 		return agent.FinishUnavailable
 	}
 	cfg := r.s.opts.Config
-	t := &deep.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: history,
+	t := &turn.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: history,
 		Provider: r.provider, Model: r.model, Emit: r.emit,
-		PromptData: deep.PromptData{Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
-	out, err := r.s.deep.Run(ctx, t)
+		PromptData: turn.PromptData{Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
+	out, err := r.s.agents[r.kind].Run(ctx, t)
 	if err != nil {
 		log.Warn("starting the turn failed", "err", err)
 		code := wire.CodeOf(err)

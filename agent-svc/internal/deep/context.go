@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
-	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/vfs"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -22,16 +22,6 @@ const (
 	LargeResultsDir = "/large_tool_results/"
 	TranscriptPath  = "/conversation_history/transcript.jsonl"
 )
-
-// PromptData fills the system prompt template.
-type PromptData struct {
-	Date     string
-	Timezone string
-	Language string
-	// Profile holds the user's profile fields.
-	Profile map[string]string
-	Skills  []skills.Skill
-}
 
 // DefaultPrompt is the Deep system prompt when PROMPT_DEEP is empty.
 const DefaultPrompt = `You are Mirobody's Deep agent: a careful assistant that works with tools on the user's own data.
@@ -66,7 +56,7 @@ func ParsePrompt(text string) (*template.Template, error) {
 	return t, nil
 }
 
-func renderPrompt(t *template.Template, d PromptData) (string, error) {
+func renderPrompt(t *template.Template, d turn.PromptData) (string, error) {
 	if t == nil {
 		var err error
 		if t, err = ParsePrompt(""); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/jsrepl"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/vfs"
@@ -48,32 +49,7 @@ type Options struct {
 	Log           *slog.Logger
 }
 
-// Turn is one turn of a conversation, for any agent.
-type Turn struct {
-	AccountID string
-	SessionID string
-	Question  string
-	// History is the session's replayable model messages.
-	History  []llm.Message
-	Provider llm.Provider
-	Model    string
-	// PromptData fills the system prompt template.
-	PromptData PromptData
-	// Emit receives the turn's events (without sequence numbers), in order.
-	Emit func(agent.Event)
-}
-
-// Outcome is how a turn ended.
-type Outcome struct {
-	// Messages is the new replayable history: only completed steps, so
-	// that no half-written assistant message is ever saved.
-	Messages []llm.Message
-	Answer   string
-	Finish   string
-	Usage    llm.Usage
-}
-
-// Agent runs Deep turns.
+// Agent runs Deep turns; it implements turn.Agent.
 type Agent struct {
 	opts Options
 	log  *slog.Logger
@@ -99,7 +75,7 @@ func New(opts Options) *Agent {
 // run is the state of one turn (or one subagent run inside it).
 type run struct {
 	a        *Agent
-	turn     *Turn
+	turn     *turn.Turn
 	system   string
 	tools    []*tool
 	byName   map[string]*tool
@@ -111,16 +87,14 @@ type run struct {
 	quiet bool
 }
 
-// Run runs one turn to its end. It returns an error only when the turn
-// could not start; every later failure is an Outcome with its finish
-// reason, after an error event.
-func (a *Agent) Run(ctx context.Context, t *Turn) (*Outcome, error) {
+// Run implements turn.Agent.
+func (a *Agent) Run(ctx context.Context, t *turn.Turn) (*turn.Outcome, error) {
 	r := &run{a: a, turn: t, messages: append(append([]llm.Message(nil), t.History...), llm.Message{Role: llm.RoleUser, Content: t.Question})}
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
 	answer, finish := r.loop(ctx)
-	return &Outcome{Messages: r.messages, Answer: answer, Finish: finish, Usage: r.usage}, nil
+	return &turn.Outcome{Messages: r.messages, Answer: answer, Finish: finish, Usage: r.usage}, nil
 }
 
 func (r *run) setup(ctx context.Context) error {

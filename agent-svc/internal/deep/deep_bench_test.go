@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 	"github.com/mirobody/mirobody-go/services/agent"
 )
@@ -33,7 +34,7 @@ func BenchmarkLoopStep(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				out, err := a.Run(context.Background(), &Turn{AccountID: "a", SessionID: "s", Question: "go", Provider: p, Model: "m", Emit: func(agent.Event) {}})
+				out, err := a.Run(context.Background(), &turn.Turn{AccountID: "a", SessionID: "s", Question: "go", Provider: p, Model: "m", Emit: func(agent.Event) {}})
 				if err != nil || out.Finish != agent.FinishStop {
 					b.Fatal(err, out)
 				}

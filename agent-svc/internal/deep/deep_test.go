@@ -9,6 +9,7 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/internal/jsrepl"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/servicetest"
@@ -58,7 +59,7 @@ func TestLoopEndings(t *testing.T) {
 				defer cancel()
 			}
 			var events []agent.Event
-			out, err := a.Run(ctx, &Turn{AccountID: "a", SessionID: "s", Question: "q", Model: "m",
+			out, err := a.Run(ctx, &turn.Turn{AccountID: "a", SessionID: "s", Question: "q", Model: "m",
 				Provider: llm.NewOpenAI(llm.ClientOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: "k"}), Emit: func(e agent.Event) { events = append(events, e) }})
 			if err != nil {
 				t.Fatal(err)
@@ -110,7 +111,7 @@ func TestPrompt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := renderPrompt(tmpl, PromptData{Date: "2026-01-02", Language: "French", Profile: map[string]string{"name": "Ada"},
+	got, err := renderPrompt(tmpl, turn.PromptData{Date: "2026-01-02", Language: "French", Profile: map[string]string{"name": "Ada"},
 		Skills: []skills.Skill{{Name: "lab", Description: "Use for labs."}}})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +151,7 @@ func TestREPLStateNotice(t *testing.T) {
 	a := New(Options{Log: servicetest.Logger(t), REPL: jsrepl.NewStore(jsrepl.Options{Log: servicetest.Logger(t)})})
 	history := []llm.Message{{Role: llm.RoleUser, Content: "before"}, {Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c", Name: "js_eval", Args: []byte(`{}`)}}},
 		{Role: llm.RoleTool, ToolCallID: "c", Content: "=> 1"}, {Role: llm.RoleAssistant, Content: "done"}}
-	_, err := a.Run(context.Background(), &Turn{AccountID: "a", SessionID: "moved", Question: "q", Model: "m", History: history,
+	_, err := a.Run(context.Background(), &turn.Turn{AccountID: "a", SessionID: "moved", Question: "q", Model: "m", History: history,
 		Provider: llm.NewOpenAI(llm.ClientOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: "k"}), Emit: func(agent.Event) {}})
 	if err != nil {
 		t.Fatal(err)

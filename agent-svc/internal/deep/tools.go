@@ -10,6 +10,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/jsrepl"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -63,7 +64,7 @@ func schema(s string) json.RawMessage { return json.RawMessage(s) }
 
 // toolset is, in order: the registry's tools for the caller, write_todos,
 // the filesystem, task (top level only) and js_eval.
-func (a *Agent) toolset(ctx context.Context, t *Turn, top bool) ([]*tool, error) {
+func (a *Agent) toolset(ctx context.Context, t *turn.Turn, top bool) ([]*tool, error) {
 	own := []*tool{todosTool()}
 	own = append(own, fsTools()...)
 	if top {
@@ -91,7 +92,7 @@ func (a *Agent) toolset(ctx context.Context, t *Turn, top bool) ([]*tool, error)
 	return append(out, own...), nil
 }
 
-func caller(t *Turn) registry.Caller {
+func caller(t *turn.Turn) registry.Caller {
 	return registry.Caller{AccountID: t.AccountID, SessionID: t.SessionID, Agent: registry.AgentDeep}
 }
 

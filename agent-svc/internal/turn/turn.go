@@ -1,0 +1,56 @@
+// Package turn is what every agent shares: one turn of a conversation in,
+// its outcome out, events streamed on the way. The Deep agent runs its own
+// tool loop behind Agent; the Base agent (the provider runs the loop
+// against our /mcp) fits the same interface.
+package turn
+
+import (
+	"context"
+
+	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
+	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
+	"github.com/mirobody/mirobody-go/services/agent"
+)
+
+// Agent runs turns.
+type Agent interface {
+	// Run runs one turn to its end. It returns an error only when the turn
+	// could not start; every later failure is an Outcome with its finish
+	// reason, after an error event.
+	Run(ctx context.Context, t *Turn) (*Outcome, error)
+}
+
+// PromptData fills an agent's system prompt template.
+type PromptData struct {
+	Date     string
+	Timezone string
+	Language string
+	// Profile holds the user's profile fields.
+	Profile map[string]string
+	Skills  []skills.Skill
+}
+
+// Turn is one turn of a conversation.
+type Turn struct {
+	AccountID string
+	SessionID string
+	Question  string
+	// History is the session's replayable model messages.
+	History  []llm.Message
+	Provider llm.Provider
+	Model    string
+	// PromptData fills the system prompt template.
+	PromptData PromptData
+	// Emit receives the turn's events (without sequence numbers), in order.
+	Emit func(agent.Event)
+}
+
+// Outcome is how a turn ended.
+type Outcome struct {
+	// Messages is the new replayable history: only completed steps, so
+	// that no half-written assistant message is ever saved.
+	Messages []llm.Message
+	Answer   string
+	Finish   string
+	Usage    llm.Usage
+}
