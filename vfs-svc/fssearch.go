@@ -151,8 +151,13 @@ func (s *Service) grep(ctx context.Context, req *vfs.GrepRequest) (*vfs.GrepResp
 			return nil, err
 		}
 		matches = append(matches, more...)
-		sort.SliceStable(matches, func(i, j int) bool { return matches[i].Path < matches[j].Path })
 	}
+	sort.Slice(matches, func(i, j int) bool {
+		if matches[i].Path != matches[j].Path {
+			return matches[i].Path < matches[j].Path
+		}
+		return matches[i].Line < matches[j].Line
+	})
 	resp := &vfs.GrepResponse{}
 	if len(matches) > limit {
 		matches, resp.Truncated = matches[:limit], true
@@ -171,7 +176,11 @@ func (s *Service) grep(ctx context.Context, req *vfs.GrepRequest) (*vfs.GrepResp
 // grepDB runs the search inside Postgres: the trigram index picks the
 // candidate files, the regular expression confirms them, and in content
 // and count modes the file is split into lines there too. Contents never
-// leave the database, only matching lines do.
+// leave the database, only matching lines do. There is no ORDER BY: a
+// pattern that matches most files would otherwise regex-check every one
+// of them just to sort; the scan stops at the limit instead, and the
+// caller sorts what it got (a truncated result is then some matches, not
+// the first ones by path).
 func (s *Service) grepDB(ctx context.Context, l loc, pat *grepPattern, mode string, limit int) ([]vfs.GrepMatch, error) {
 	lo, hi := l.prefix()
 	const where = `f.account_id = $1 AND f.session_id = ANY($2)
@@ -180,15 +189,15 @@ func (s *Service) grepDB(ctx context.Context, l loc, pat *grepPattern, mode stri
 	var sql string
 	switch mode {
 	case vfs.GrepFilesWithMatches:
-		sql = `SELECT f.path, 0::bigint, '', 0::bigint FROM vfs_files f WHERE ` + where + ` ORDER BY f.path LIMIT $7`
+		sql = `SELECT f.path, 0::bigint, '', 0::bigint FROM vfs_files f WHERE ` + where + ` LIMIT $7`
 	case vfs.GrepContent:
 		sql = `SELECT f.path, l.n, left(l.line, $8), 0::bigint FROM vfs_files f,
 			LATERAL regexp_split_to_table(f.content, E'\n') WITH ORDINALITY AS l(line, n)
-			WHERE ` + where + ` AND l.line ~ $6 ORDER BY f.path, l.n LIMIT $7`
+			WHERE ` + where + ` AND l.line ~ $6 LIMIT $7`
 		args = append(args, maxGrepLine)
 	case vfs.GrepCount:
 		sql = `SELECT f.path, 0::bigint, '', (SELECT count(*) FROM regexp_split_to_table(f.content, E'\n') AS l(line)
-			WHERE l.line ~ $6) FROM vfs_files f WHERE ` + where + ` ORDER BY f.path LIMIT $7`
+			WHERE l.line ~ $6) FROM vfs_files f WHERE ` + where + ` LIMIT $7`
 	}
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {

@@ -1,0 +1,133 @@
+package vfssvc
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mirobody/mirobody-go/services/vfs"
+)
+
+// words is the vocabulary of the benchmark files, so that trigrams repeat
+// the way they do in real text.
+var words = strings.Fields(`the of and to in is that for it as with was on be by this are from or have an
+	they which one you were her all she there would their we him been has when who will more no if out so said
+	what up its about into than them can only other new some could time these two may then do first any my now
+	such like our over man me even most made after also did many before must through back years where much your
+	way well down should because each just those people how too little state good very make world still own see
+	function return package import struct interface error context string value index table query result`)
+
+// seedFiles stores n files of about size bytes for one account by COPY
+// (setting up through NATS would only slow the benchmark's setup). Every
+// hundredth file holds the rare token "needle42".
+func seedFiles(b *testing.B, e *env, account string, n, size int) {
+	b.Helper()
+	rng := rand.New(rand.NewPCG(1, 2))
+	rows := make([][]any, n)
+	for i := range rows {
+		var sb strings.Builder
+		for sb.Len() < size {
+			sb.WriteString(words[rng.IntN(len(words))])
+			if rng.IntN(12) == 0 {
+				sb.WriteByte('\n')
+			} else {
+				sb.WriteByte(' ')
+			}
+		}
+		content := sb.String()
+		if i%100 == 0 {
+			content = "needle42 is here\n" + content
+		}
+		rows[i] = []any{account, "s", fmt.Sprintf("/work/dir%02d/file%05d.txt", i%50, i), content, int64(len(content)), int64(1)}
+	}
+	_, err := e.pool.CopyFrom(context.Background(), pgx.Identifier{"vfs_files"},
+		[]string{"account_id", "session_id", "path", "content", "size", "version"}, pgx.CopyFromRows(rows))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.pool.Exec(context.Background(), "ANALYZE vfs_files"); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkGrep greps 10,000 files of 4 KiB in one account (target: at
+// most 100 ms per search).
+func BenchmarkGrep(b *testing.B) {
+	e := start(b, nil)
+	sc := vfs.Scope{AccountID: e.account(b), SessionID: "s"}
+	seedFiles(b, e, sc.AccountID, 10000, 4096)
+	other := e.account(b) // a second tenant with the same data
+	seedFiles(b, e, other, 10000, 4096)
+	cases := []struct {
+		name string
+		req  vfs.GrepRequest
+		want int
+	}{
+		{"literal_files", vfs.GrepRequest{Pattern: "needle42", Literal: true}, 100},
+		{"regex_files", vfs.GrepRequest{Pattern: `needle\d+ is`}, 100},
+		{"literal_content", vfs.GrepRequest{Pattern: "needle42", Literal: true, Mode: vfs.GrepContent}, 100},
+		{"literal_count_dir", vfs.GrepRequest{Pattern: "needle42", Literal: true, Mode: vfs.GrepCount, Path: "/work/dir00"}, 100},
+		{"common_word_files_limit_500", vfs.GrepRequest{Pattern: "interface", Literal: true}, 500},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			req := c.req
+			req.Scope = sc
+			for b.Loop() {
+				resp, err := e.fs.Grep(context.Background(), &req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if got := len(resp.Files) + len(resp.Matches); got != c.want {
+					b.Fatalf("got %d results, want %d", got, c.want)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRead reads a 100-line file over NATS (target: at most 1 ms).
+func BenchmarkRead(b *testing.B) {
+	e := start(b, nil)
+	sc := vfs.Scope{AccountID: e.account(b), SessionID: "s"}
+	var sb strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&sb, "line %d: the quick brown fox jumps over the lazy dog\n", i)
+	}
+	mustWrite(b, e, sc, "/notes/a.md", sb.String())
+	req := &vfs.ReadRequest{Scope: sc, Path: "/notes/a.md"}
+	for b.Loop() {
+		r, err := e.fs.Read(context.Background(), req)
+		if err != nil || r.TotalLines != 100 {
+			b.Fatal(r, err)
+		}
+	}
+}
+
+// BenchmarkGeneticImport imports a 600,000-line raw data file through the
+// chunked import protocol into a fresh account per iteration.
+func BenchmarkGeneticImport(b *testing.B) {
+	e := start(b, nil)
+	const lines = 600000
+	var sb strings.Builder
+	sb.WriteString("# rsid\tchromosome\tposition\tgenotype\n")
+	gts := []string{"AA", "AG", "GG", "CT", "--"}
+	for i := range lines {
+		fmt.Fprintf(&sb, "rs%d\t%d\t%d\t%s\n", 1000000+i, i%22+1, 10000+i*37, gts[i%len(gts)])
+	}
+	data := sb.String()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		acct := e.account(b)
+		res, err := e.data.Import(context.Background(), &vfs.ImportRequest{AccountID: acct, Kind: vfs.KindGenetic, Format: vfs.FormatRaw},
+			strings.NewReader(data))
+		if err != nil || res.Written != lines {
+			b.Fatal(res, err)
+		}
+	}
+	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
