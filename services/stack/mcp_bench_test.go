@@ -1,8 +1,10 @@
 package stack
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -36,17 +38,19 @@ func BenchmarkMCPToolsCall(b *testing.B) {
 	must(b, os.MkdirAll(filepath.Join(skills, "bench"), 0o755))
 	must(b, os.WriteFile(filepath.Join(skills, "bench", "SKILL.md"), []byte("---\nname: bench\n---\nhello\n"), 0o644))
 
-	b.Run("bare-go-sdk", func(b *testing.B) {
-		benchCalls(b, bareServer(b, skills))
-	})
-	b.Run("gateway-nats-registry", func(b *testing.B) {
-		benchCalls(b, benchStack(b, skills))
-	})
+	bare, bareStateless, stack := bareServer(b, skills, nil), bareServer(b, skills, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}), benchStack(b, skills)
+	// Go SDK clients measure what MCP clients see; raw HTTP clients (one
+	// keep-alive connection each, plain JSON-RPC POSTs) take most of the
+	// client's own CPU out of a 2-core measurement.
+	b.Run("sdk-client/bare-go-sdk", func(b *testing.B) { benchCalls(b, bare) })
+	b.Run("sdk-client/gateway-nats-registry", func(b *testing.B) { benchCalls(b, stack) })
+	b.Run("raw-http/bare-go-sdk-stateless", func(b *testing.B) { benchRaw(b, bareStateless) })
+	b.Run("raw-http/gateway-nats-registry", func(b *testing.B) { benchRaw(b, stack) })
 }
 
 // bareServer serves read_skill with the go-sdk's own Streamable HTTP
 // handler, reading the same file.
-func bareServer(b *testing.B, skills string) string {
+func bareServer(b *testing.B, skills string, opts *mcp.StreamableHTTPOptions) string {
 	b.Helper()
 	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
 	type args struct {
@@ -59,7 +63,7 @@ func bareServer(b *testing.B, skills string) string {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, nil, nil
 	})
-	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, opts))
 	b.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -129,9 +133,68 @@ func benchCalls(b *testing.B, url string) {
 	if f := failed.Load(); f != nil {
 		b.Fatalf("call failed: %v", f)
 	}
+	report(b, elapsed, lat)
+}
+
+// report adds throughput and latency percentiles to the benchmark line.
+func report(b *testing.B, elapsed time.Duration, lat [][]time.Duration) {
 	all := slices.Concat(lat...)
 	slices.Sort(all)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
 	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
+
+// benchRaw runs b.N tools/call POSTs (2025-11-25, no session: both servers
+// accept that) from benchClients goroutines with their own connection.
+func benchRaw(b *testing.B, url string) {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_skill","arguments":{"name":"bench"}}}`)
+	call := func(hc *http.Client) error {
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		out, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK || !bytes.Contains(out, []byte("hello")) {
+			return fmt.Errorf("status %d: %s %v", resp.StatusCode, out, err)
+		}
+		return nil
+	}
+	if err := call(http.DefaultClient); err != nil {
+		b.Fatalf("warm-up call: %v", err)
+	}
+	lat := make([][]time.Duration, benchClients)
+	var next atomic.Int64
+	var failed atomic.Value
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for i := range benchClients {
+		hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer hc.CloseIdleConnections()
+			for next.Add(1) <= int64(b.N) {
+				t0 := time.Now()
+				if err := call(hc); err != nil {
+					failed.Store(err.Error())
+					return
+				}
+				lat[i] = append(lat[i], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if f := failed.Load(); f != nil {
+		b.Fatalf("call failed: %v", f)
+	}
+	report(b, elapsed, lat)
 }
