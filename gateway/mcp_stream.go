@@ -175,7 +175,7 @@ func (m *mcpServer) get(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	m.stream(w, r, p, func(sse *sseWriter) error { return sse.send(listChanged(nil)) }, nil)
+	m.stream(w, r, p, streamHooks{change: func(sse *sseWriter) error { return sse.send(listChanged(nil)) }})
 }
 
 // listen serves the modern subscriptions/listen: an acknowledgement, then
@@ -186,9 +186,7 @@ func (m *mcpServer) listen(w http.ResponseWriter, q *request, msg *rpcMessage) {
 		writeRPCError(w, msg.ID, newRPCError(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: notifications is required"))
 		return
 	}
-	var id any
-	_ = json.Unmarshal(msg.ID, &id)
-	meta := mcp.Meta{mcp.MetaKeySubscriptionID: id}
+	meta := mcp.Meta{mcp.MetaKeySubscriptionID: msg.ID} // the raw id, unchanged
 	ack := mcp.NotificationSubscriptions{ToolsListChanged: p.Notifications.ToolsListChanged}
 	first := rpcNotification{JSONRPC: "2.0", Method: "notifications/subscriptions/acknowledged",
 		Params: &mcp.SubscriptionsAcknowledgedParams{Meta: meta, Notifications: ack}}
@@ -198,23 +196,31 @@ func (m *mcpServer) listen(w http.ResponseWriter, q *request, msg *rpcMessage) {
 		}
 		return sse.send(listChanged(meta))
 	}
-	m.stream(w, q.r, q.principal, onChange, func(sse *sseWriter) error {
-		if err := sse.send(first); err != nil {
-			return err
-		}
-		return nil
-	}, func(sse *sseWriter) {
-		r := &mcp.SubscriptionsListenResult{Meta: mcp.Meta{}}
-		r.ResultType = "complete"
-		_ = sse.send(rpcResponse{JSONRPC: "2.0", ID: msg.ID, Result: r})
+	m.stream(w, q.r, q.principal, streamHooks{
+		open:   func(sse *sseWriter) error { return sse.send(first) },
+		change: onChange,
+		// The server ends the subscription (shutdown): a result says so.
+		close: func(sse *sseWriter) {
+			r := &mcp.SubscriptionsListenResult{Meta: mcp.Meta{}}
+			r.ResultType = "complete"
+			_ = sse.send(rpcResponse{JSONRPC: "2.0", ID: msg.ID, Result: r})
+		},
 	})
 }
 
-// stream holds an SSE response open: it sends keep-alives, calls onChange
-// for every change the caller may see, and ends when the client leaves or
-// the gateway stops (calling onClose then). Streams are bounded per account
-// (or per IP when anonymous).
-func (m *mcpServer) stream(w http.ResponseWriter, r *http.Request, p *Principal, onChange, onOpen func(*sseWriter) error, onClose ...func(*sseWriter)) {
+// streamHooks are what one kind of stream sends: open once at the start,
+// change on every visible change, close when the gateway stops. Any hook
+// may be nil but change.
+type streamHooks struct {
+	open   func(*sseWriter) error
+	change func(*sseWriter) error
+	close  func(*sseWriter)
+}
+
+// stream holds an SSE response open: it sends keep-alives, runs the hooks,
+// and ends when the client leaves or the gateway stops. Streams are bounded
+// per account (or per IP when anonymous).
+func (m *mcpServer) stream(w http.ResponseWriter, r *http.Request, p *Principal, hooks streamHooks) {
 	key, account := "ip:"+clientIP(r), ""
 	if p != nil {
 		key, account = "acct:"+p.AccountID, p.AccountID
@@ -230,7 +236,7 @@ func (m *mcpServer) stream(w http.ResponseWriter, r *http.Request, p *Principal,
 	l, remove := m.Hub.add(account)
 	defer remove()
 	sse := startSSE(w)
-	if onOpen != nil && onOpen(sse) != nil {
+	if hooks.open != nil && hooks.open(sse) != nil {
 		return
 	}
 	tick := time.NewTicker(m.KeepAlive)
@@ -240,12 +246,12 @@ func (m *mcpServer) stream(w http.ResponseWriter, r *http.Request, p *Principal,
 		case <-r.Context().Done():
 			return
 		case <-m.Hub.done:
-			for _, f := range onClose {
-				f(sse)
+			if hooks.close != nil {
+				hooks.close(sse)
 			}
 			return
 		case <-l.ch:
-			if onChange(sse) != nil {
+			if hooks.change(sse) != nil {
 				return
 			}
 		case <-tick.C:
