@@ -256,3 +256,19 @@ func TestStreamKeepAlive(t *testing.T) {
 	}
 	t.Fatalf("stream ended without a keep-alive: %v", sc.Err())
 }
+
+func TestListenEndsWithResultOnShutdown(t *testing.T) {
+	f := startFakes(t)
+	gw := startService(t, testConfig(t, f.url))
+	body := `{"jsonrpc":"2.0","id":42,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},` + modernMeta + `}}`
+	_, ch := openStream(t, http.MethodPost, mcpURL(gw), body, modernHeaders("subscriptions/listen", "")...)
+	if ack := next(t, ch); ack.Method != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first frame %+v", ack)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	must(t, gw.Stop(ctx))
+	if r := next(t, ch); string(r.ID) != "42" || !strings.Contains(string(r.Result), `"resultType":"complete"`) {
+		t.Fatalf("last frame %+v %s", r, r.Result)
+	}
+}
