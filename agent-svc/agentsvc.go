@@ -56,11 +56,16 @@ type Service struct {
 	mu   sync.Mutex
 	runs map[string]context.CancelCauseFunc
 	wg   sync.WaitGroup
+	// halted ends when Stop gives up waiting, so that even the work a
+	// cancelled run still does (saving its session) stops.
+	halted context.Context
+	halt   context.CancelFunc
 }
 
 // New returns a agent-svc that is not started.
 func New(opts Options) *Service {
-	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc"), runs: map[string]context.CancelCauseFunc{}}
+	halted, halt := context.WithCancel(context.Background())
+	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc"), runs: map[string]context.CancelCauseFunc{}, halted: halted, halt: halt}
 }
 
 // Name implements svc.Service.
@@ -141,6 +146,7 @@ func (s *Service) Stop(ctx context.Context) error {
 			cancel(fmt.Errorf("agent-svc is stopping: %w", context.Canceled))
 		}
 		s.mu.Unlock()
+		s.halt()
 		<-done
 	}
 	for _, sub := range s.subs {

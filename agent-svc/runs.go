@@ -215,6 +215,8 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	// deadline of its own.
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	stop := context.AfterFunc(r.s.halted, cancel)
+	defer stop()
 	_, err = r.s.sessions.Save(saveCtx, &vfs.SessionSaveRequest{AccountID: r.req.AccountID, SessionID: r.sessionID, Title: r.req.Question,
 		Agent: r.kind, Messages: msgs, Turn: vfs.Turn{Question: r.req.Question, Answer: out.Answer, Finish: out.Finish, Events: events}})
 	if err != nil {

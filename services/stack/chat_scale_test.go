@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	agentsvc "github.com/mirobody/mirobody-go/agent-svc"
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
+	"github.com/mirobody/mirobody-go/gateway"
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
@@ -190,5 +192,53 @@ func TestChatTwoInstances(t *testing.T) {
 	}
 	if lost == 0 || completed == 0 {
 		t.Fatalf("completed %d, lost %d: want the survivor's turns to complete and the killed replica's to fail", completed, lost)
+	}
+}
+
+// TestChatAgentLostOverSSE: when the replica running a turn disappears,
+// the gateway ends the SSE stream with an error and finish unavailable
+// within the heartbeat window.
+func TestChatAgentLostOverSSE(t *testing.T) {
+	asked := make(chan struct{}, 1)
+	srv := scripted.New(func(r *scripted.Received) (scripted.Step, error) {
+		asked <- struct{}{}
+		return scripted.Step{Delay: 2 * time.Second, Text: "never finished"}, nil
+	})
+	t.Cleanup(srv.Close)
+	natsURL := servicetest.NATS(t)
+	db := servicetest.Postgres(t, nil)
+	log := servicetest.Logger(t)
+	cfg := testConfig(t, natsURL, db.DSN)
+	cfg.MCPToolDirs = []string{"builtin"}
+	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "m", BaseURL: srv.OpenAIBaseURL()}}
+	cfg.HeartbeatMS = 100
+	gw := gateway.New(gateway.Options{Config: cfg, Log: log})
+	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}), gw)
+	proxy := newTCPProxy(t, natsURL[len("nats://"):])
+	cfgA := *cfg
+	cfgA.NATSURL = "nats://" + proxy.l.Addr().String()
+	ga := svc.NewGroup(svc.Options{Services: []svc.Service{agentsvc.New(agentsvc.Options{Config: &cfgA, Log: log})}, Log: log, Grace: time.Second})
+	must(t, ga.Start(context.Background()))
+	t.Cleanup(func() { _ = ga.Stop(context.Background()) })
+	ctx := context.Background()
+	accounts := vfs.NewAccounts(servicetest.Client(t, natsURL))
+	acct, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: "lost@example.com"})
+	must(t, err)
+	key, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: acct.ID, Name: "k"})
+	must(t, err)
+	st := &chatStack{URL: "http://" + gw.Addr(), Key: key.Key}
+	var killed time.Time
+	go func() {
+		<-asked
+		killed = time.Now()
+		proxy.kill()
+	}()
+	evs := st.chat(t, map[string]any{"question": "q", "provider": "oa"})
+	if d := time.Since(killed); d > 2*time.Second {
+		t.Fatalf("the stream ended %v after the replica was lost", d)
+	}
+	errs := ofType(evs, agent.EventError)
+	if finishOf(evs) != agent.FinishUnavailable || len(errs) != 1 || !strings.Contains(errs[0].Message, "stopped responding") {
+		t.Fatalf("events %+v", evs)
 	}
 }
