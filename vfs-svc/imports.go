@@ -185,6 +185,11 @@ func (s *Service) importCommit(ctx context.Context, req *vfs.ImportCommitRequest
 		if imp.kind == vfs.KindGenetic {
 			q = upsertGenetic
 		}
+		// The dedupe sort of a whole raw file (600,000 rows) fits in
+		// memory with this, instead of spilling to disk.
+		if _, err := tx.Exec(ctx, "SET LOCAL work_mem = '64MB'"); err != nil {
+			return nil, fmt.Errorf("sizing import sort: %w", err)
+		}
 		if err := tx.QueryRow(ctx, q, req.ImportID, req.AccountID).Scan(&res.Written, &res.Inserted); err != nil {
 			return nil, fmt.Errorf("storing import: %w", err)
 		}

@@ -13,10 +13,12 @@ CREATE TABLE health_series (
 );
 CREATE INDEX health_series_lower_idx ON health_series (account_id, lower(indicator), time);
 
+-- rsid and chromosome compare bytewise (COLLATE "C"): they are codes, not
+-- words, and byte comparisons keep bulk index maintenance cheap.
 CREATE TABLE genetic_variants (
     account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
-    rsid       text NOT NULL,
-    chromosome text NOT NULL,
+    rsid       text COLLATE "C" NOT NULL,
+    chromosome text COLLATE "C" NOT NULL,
     position   bigint NOT NULL,
     genotype   text NOT NULL,
     PRIMARY KEY (account_id, rsid)
@@ -52,8 +54,8 @@ CREATE INDEX import_health_idx ON import_health (import_id);
 CREATE UNLOGGED TABLE import_genetic (
     import_id  uuid NOT NULL,
     line       bigint NOT NULL,
-    rsid       text NOT NULL,
-    chromosome text NOT NULL,
+    rsid       text COLLATE "C" NOT NULL,
+    chromosome text COLLATE "C" NOT NULL,
     position   bigint NOT NULL,
     genotype   text NOT NULL
 );
