@@ -143,7 +143,12 @@ const keepRecent = 6
 // session's transcript file first, so the full history survives.
 func (r *run) maybeSummarize(ctx context.Context, defs []llm.Tool) error {
 	limit := r.a.opts.ContextTokens * 85 / 100
-	if estimateTokens(r.system, r.messages, defs) < limit || len(r.messages) <= keepRecent+1 {
+	size := estimateTokens(r.system, r.messages, defs)
+	if r.lastInput > 0 {
+		// The last step's reported size plus an estimate of what it added.
+		size = max(size, int(r.lastInput)+estimateTokens("", r.messages[max(len(r.messages)-2, 0):], nil))
+	}
+	if size < limit || len(r.messages) <= keepRecent+1 {
 		return nil
 	}
 	// Cut before an assistant message, so that no tool result loses its call.
@@ -184,6 +189,7 @@ func (r *run) maybeSummarize(ctx context.Context, defs []llm.Tool) error {
 	r.usage = r.usage.Add(resp.Usage)
 	summary := llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("[Summary of the earlier conversation; the full transcript is in %s]\n%s", TranscriptPath, resp.Message.Content)}
 	r.messages = append([]llm.Message{summary}, r.messages[cut:]...)
+	r.lastInput = 0
 	r.emit(agent.Event{Type: agent.EventNotice, Message: fmt.Sprintf("the conversation was summarized to fit the context; the full transcript is in %s", TranscriptPath)})
 	return nil
 }

@@ -82,7 +82,10 @@ type run struct {
 	todos    []agent.Todo
 	messages []llm.Message
 	usage    llm.Usage
-	depth    int
+	// lastInput is the provider's input token count of the last step; it
+	// is a better context size than the estimate once known.
+	lastInput int64
+	depth     int
 	// quiet suppresses text events (a subagent's text is its result).
 	quiet bool
 }
@@ -146,6 +149,7 @@ func (r *run) loop(ctx context.Context) (string, string) {
 			return "", r.fail(ctx, err)
 		}
 		r.usage = r.usage.Add(resp.Usage)
+		r.lastInput = resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens
 		if !r.quiet {
 			r.emit(agent.Event{Type: agent.EventUsage, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
 				CacheReadTokens: resp.Usage.CacheReadTokens, CacheWriteTokens: resp.Usage.CacheWriteTokens})
