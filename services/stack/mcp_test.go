@@ -151,18 +151,23 @@ func TestMCPClients(t *testing.T) {
 }
 
 // TestMCPConformance runs the official conformance suite against the full
-// stack for both eras; the baseline lists only what we do not advertise.
+// stack: the frozen requirements of 2025-11-25 and 2026-07-28, plus the
+// scenarios of the two older legacy revisions. The baseline lists only what
+// we do not advertise (and the fixture gap it names).
 func TestMCPConformance(t *testing.T) {
 	st := startMCPStack(t)
 	node, dir := nodeTools(t)
 	suite := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
 	baseline, err := filepath.Abs("../../gateway/testdata/conformance-baseline.yml")
 	must(t, err)
-	for _, era := range []string{"2025-11-25", "2026-07-28"} {
-		t.Run(era, func(t *testing.T) {
-			out := runNode(t, dir, node, 0, suite, "server", "--url", st.URL, "--requirements", era,
+	for _, run := range [][2]string{
+		{"--requirements", "2025-11-25"}, {"--requirements", "2026-07-28"},
+		{"--spec-version", "2025-06-18"}, {"--spec-version", "2025-03-26"},
+	} {
+		t.Run(run[1], func(t *testing.T) {
+			out := runNode(t, dir, node, 0, suite, "server", "--url", st.URL, run[0], run[1],
 				"--expected-failures", baseline, "-o", t.TempDir())
-			t.Logf("conformance %s:\n%s", era, out)
+			t.Logf("conformance %s:\n%s", run[1], out)
 		})
 	}
 }
