@@ -50,6 +50,10 @@ func startMCPStack(t *testing.T) *mcpStack {
 	cfg := testConfig(t, natsURL, db.DSN)
 	cfg.MCPToolDirs = []string{tools}
 	cfg.ToolsWatch = true
+	// One Python worker: a reload (test_trigger_tool_change) then starts one
+	// process, which keeps list_changed well inside the suite's 1.5 s window
+	// on a busy machine.
+	cfg.PythonWorkers = 1
 	cfg.MCPSessionKeys = []string{"MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
 	cfg.RateLimitAcct, cfg.RateLimitIP = 0, 0
 	gw := gateway.New(gateway.Options{Config: cfg, Log: log})
