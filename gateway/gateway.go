@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -88,7 +90,12 @@ func (s *Service) Start(ctx context.Context) error {
 		return fmt.Errorf("listening on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
 	s.ln = ln
-	s.srv = &http.Server{Handler: s.echo, ReadHeaderTimeout: 10 * time.Second}
+	// Every request gets a server span (continuing the caller's traceparent),
+	// and the NATS calls made under its context carry it on.
+	handler := otelhttp.NewHandler(s.echo, "gateway",
+		otelhttp.WithTracerProvider(n.Tracer), otelhttp.WithPropagators(propagation.TraceContext{}),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server failed", "err", err)
