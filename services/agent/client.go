@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -31,15 +29,16 @@ func (c *Client) Run(ctx context.Context, req *StartRequest, onEvent func(Event)
 	nc := c.c.Conn()
 	r := *req
 	r.Inbox = nc.NewRespInbox()
-	msgs := make(chan *nats.Msg, 256)
-	sub, err := nc.ChanSubscribe(r.Inbox, msgs)
+	// A synchronous subscription queues events (up to generous limits)
+	// while the caller writes to a slow HTTP client, instead of dropping.
+	sub, err := nc.SubscribeSync(r.Inbox)
 	if err != nil {
 		return nil, fmt.Errorf("subscribing to the run inbox: %w", err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	// Generous pending limits: a run's events must not be dropped as slow
-	// consumer while the caller writes to a slow HTTP client.
-	_ = sub.SetPendingLimits(1<<16, 64<<20)
+	if err := sub.SetPendingLimits(1<<16, 64<<20); err != nil {
+		return nil, fmt.Errorf("sizing the run inbox: %w", err)
+	}
 
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	ack, err := wire.Call[StartRequest, StartResponse](startCtx, c.c, SubjectStart, &r)
@@ -51,39 +50,50 @@ func (c *Client) Run(ctx context.Context, req *StartRequest, onEvent func(Event)
 	if hb <= 0 {
 		hb = DefaultHeartbeat
 	}
-	silence := time.NewTimer(missedHeartbeats * hb)
-	defer silence.Stop()
+	window := missedHeartbeats * hb
 	next := int64(1)
 	pending := map[int64]Event{}
+	var gapSince time.Time
 	for {
-		select {
-		case <-ctx.Done():
+		msgCtx, cancel := context.WithTimeout(ctx, window)
+		m, err := sub.NextMsgWithContext(msgCtx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
 			_ = c.c.Publish(context.WithoutCancel(ctx), SubjectCancel, &CancelEvent{RunID: r.RunID, Reason: "client went away"})
 			return ack, ctx.Err()
-		case <-silence.C:
-			return ack, wire.Errorf(wire.Unavailable, "the agent stopped responding (no heartbeat for %s)", missedHeartbeats*hb)
-		case m := <-msgs:
-			silence.Reset(missedHeartbeats * hb)
-			var ev Event
-			if err := json.Unmarshal(m.Data, &ev); err != nil {
-				return ack, wire.Errorf(wire.Internal, "decoding a run event: %v", err)
+		case err != nil:
+			return ack, wire.Errorf(wire.Unavailable, "the agent stopped responding (no heartbeat for %s)", window)
+		}
+		var ev Event
+		if err := json.Unmarshal(m.Data, &ev); err != nil {
+			return ack, wire.Errorf(wire.Internal, "decoding a run event: %v", err)
+		}
+		if ev.Seq < next {
+			continue // a duplicate
+		}
+		pending[ev.Seq] = ev
+		for {
+			e, ok := pending[next]
+			if !ok {
+				break
 			}
-			if ev.Seq < next {
-				continue // a duplicate
+			delete(pending, next)
+			next++
+			onEvent(e)
+			if e.Type == EventEnd {
+				return ack, nil
 			}
-			pending[ev.Seq] = ev
-			for {
-				e, ok := pending[next]
-				if !ok {
-					break
-				}
-				delete(pending, next)
-				next++
-				onEvent(e)
-				if e.Type == EventEnd {
-					return ack, nil
-				}
-			}
+		}
+		// Heartbeats keep coming while an event is missing: a gap that
+		// outlives the heartbeat window means events were lost.
+		switch {
+		case len(pending) == 0:
+			gapSince = time.Time{}
+		case gapSince.IsZero():
+			gapSince = time.Now()
+		case time.Since(gapSince) > window:
+			return ack, wire.Errorf(wire.Unavailable, "events of the run were lost (missing event %d)", next)
 		}
 	}
 }
