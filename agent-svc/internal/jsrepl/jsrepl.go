@@ -99,6 +99,9 @@ func (s *Store) get(key string) (*session, bool) {
 	}
 	ss := &session{rt: goja.New(), used: now}
 	ss.rt.SetFieldNameMapper(goja.UncapFieldNameMapper())
+	// Deep recursion through native callbacks would grow the Go stack;
+	// a JS RangeError is the budget instead.
+	ss.rt.SetMaxCallStackSize(maxCallStack)
 	s.sessions[key] = ss
 	return ss, true
 }
@@ -127,6 +130,9 @@ type EvalResult struct {
 	Truncated bool
 	ToolCalls int
 }
+
+// maxCallStack bounds JavaScript call depth.
+const maxCallStack = 2000
 
 // awaitPattern detects code that needs an async wrapper.
 var awaitPattern = regexp.MustCompile(`\bawait\b`)
@@ -253,8 +259,11 @@ func (s *Store) Eval(ctx context.Context, req *EvalRequest) EvalResult {
 	}
 	if err != nil {
 		var ie *goja.InterruptedError
+		var so *goja.StackOverflowError
 		var ex *goja.Exception
 		switch {
+		case errors.As(err, &so):
+			res.Error = fmt.Sprintf("RangeError: maximum call stack size (%d) exceeded", maxCallStack)
 		case errors.As(err, &ie) || ctx.Err() != nil:
 			res.Error = fmt.Sprintf("interrupted: the eval exceeded its time budget of %s", s.opts.Timeout)
 		case errors.As(err, &ex):
