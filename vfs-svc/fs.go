@@ -143,6 +143,9 @@ func (s *Service) ls(ctx context.Context, req *vfs.LsRequest) (*vfs.LsResponse, 
 	if len(entries) == 0 && l.kind != locRoot && l.path+"/" != vfs.MemoriesRoot {
 		return nil, s.missingDir(ctx, l)
 	}
+	if entries == nil {
+		entries = []vfs.FileInfo{}
+	}
 	return &vfs.LsResponse{Entries: entries}, nil
 }
 
