@@ -191,7 +191,7 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	cfg := r.s.opts.Config
 	t := &turn.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: history,
 		Provider: r.provider, Model: r.model, Emit: r.emit,
-		PromptData: turn.PromptData{Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
+		PromptData: turn.PromptData{Date: today(r.req.Timezone), Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
 	out, err := r.s.agents[r.kind].Run(ctx, t)
 	if err != nil {
 		log.Warn("starting the turn failed", "err", err)
@@ -228,4 +228,13 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 		return agent.FinishCancelled
 	}
 	return out.Finish
+}
+
+// today is the date in the user's time zone (UTC when it is unknown).
+func today(tz string) string {
+	loc, err := time.LoadLocation(tz)
+	if err != nil || tz == "" {
+		loc = time.UTC
+	}
+	return time.Now().In(loc).Format("2006-01-02 (Monday)")
 }
