@@ -14,9 +14,6 @@ import (
 // (\pL and friends) would make a huge Postgres pattern.
 const maxClassRanges = 256
 
-// maxRepeat is Postgres's largest bounded repetition (RE_DUP_MAX).
-const maxRepeat = 255
-
 // grepPattern is a grep pattern in both dialects: RE2 for Go (the mount)
 // and the equivalent Postgres ARE for the database, prefixed with the
 // newline-sensitive flag so that `.`, `^` and `$` behave per line.
@@ -52,6 +49,8 @@ func compileGrep(pattern string, literal, ignoreCase bool) (*grepPattern, error)
 	}
 	var b strings.Builder
 	b.WriteString(flags)
+	// Simplify also expands counted repetitions (x{2,3} → xx(?:x)?), which
+	// sidesteps Postgres's smaller repetition limit.
 	if err := renderARE(&b, tree.Simplify()); err != nil {
 		return nil, wire.Errorf(wire.InvalidArgument, "grep pattern: %v", err)
 	}
@@ -129,24 +128,6 @@ func renderARE(b *strings.Builder, re *syntax.Regexp) error {
 			return err
 		}
 		b.WriteString(map[syntax.Op]string{syntax.OpStar: "*", syntax.OpPlus: "+", syntax.OpQuest: "?"}[re.Op])
-		if re.Flags&syntax.NonGreedy != 0 {
-			b.WriteByte('?')
-		}
-	case syntax.OpRepeat:
-		if re.Min > maxRepeat || re.Max > maxRepeat {
-			return fmt.Errorf("repetition counts above %d are not supported", maxRepeat)
-		}
-		if err := renderGroup(b, re.Sub[0]); err != nil {
-			return err
-		}
-		switch {
-		case re.Max == -1:
-			fmt.Fprintf(b, "{%d,}", re.Min)
-		case re.Max == re.Min:
-			fmt.Fprintf(b, "{%d}", re.Min)
-		default:
-			fmt.Fprintf(b, "{%d,%d}", re.Min, re.Max)
-		}
 		if re.Flags&syntax.NonGreedy != 0 {
 			b.WriteByte('?')
 		}
