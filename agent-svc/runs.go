@@ -58,6 +58,9 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 		return nil, err
 	}
 	sessionID := req.SessionID
+	if sessionID != "" && !vfs.ValidSessionID(sessionID) {
+		return nil, wire.Errorf(wire.InvalidArgument, "session_id must be 1 to 128 letters, digits, '-' or '_'")
+	}
 	if sessionID == "" {
 		sessionID = uuid.NewString()
 	}

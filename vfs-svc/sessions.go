@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -16,9 +15,6 @@ import (
 	"github.com/mirobody/mirobody-go/services/vfs"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
-
-// sessionIDPattern keeps session ids safe in paths, subjects and logs.
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
 func (s *Service) registerSessions(g *wire.Group) error {
 	return errors.Join(
@@ -34,7 +30,7 @@ func checkSessionIDs(account, session string) error {
 	if _, err := uuid.Parse(account); err != nil {
 		return wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", account)
 	}
-	if session != "" && !sessionIDPattern.MatchString(session) {
+	if session != "" && !vfs.ValidSessionID(session) {
 		return wire.Errorf(wire.InvalidArgument, "session id must be 1 to 128 letters, digits, '-' or '_'")
 	}
 	return nil

@@ -1,6 +1,8 @@
 package stack
 
 import (
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -61,5 +63,43 @@ func TestChatScriptedDev(t *testing.T) {
 		if r.Status != agent.StatusOK {
 			t.Fatalf("tool result %+v", r)
 		}
+	}
+}
+
+// TestChatRequestErrors: a turn that cannot start is an HTTP error that
+// names the problem, not a stream.
+func TestChatRequestErrors(t *testing.T) {
+	srv := scripted.New(scripted.Sequence())
+	t.Cleanup(srv.Close)
+	st := startChatStack(t, srv, nil)
+	cases := []struct {
+		name string
+		body string
+		key  string
+		code int
+		msg  string
+	}{
+		{"no question", `{"session_id":"x"}`, st.Key, http.StatusBadRequest, "question is empty"},
+		{"not JSON", `{`, st.Key, http.StatusBadRequest, "JSON object"},
+		{"unknown agent", `{"question":"q","agent":"other"}`, st.Key, http.StatusBadRequest, "deep or base"},
+		{"base agent", `{"question":"q","agent":"base"}`, st.Key, http.StatusPreconditionFailed, "base agent is not available"},
+		{"unknown provider", `{"question":"q","provider":"nope"}`, st.Key, http.StatusBadRequest, "unknown provider"},
+		{"bad session id", `{"question":"q","session_id":"../x","provider":"oa"}`, st.Key, http.StatusBadRequest, "session_id must be"},
+		{"no key", `{"question":"q"}`, "", http.StatusUnauthorized, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, st.URL+"/api/chat", strings.NewReader(tc.body))
+			if tc.key != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.key)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			must(t, err)
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.code || !strings.Contains(string(body), tc.msg) {
+				t.Fatalf("%d %s, want %d with %q", resp.StatusCode, body, tc.code, tc.msg)
+			}
+		})
 	}
 }

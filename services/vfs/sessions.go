@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"time"
 
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -17,6 +18,13 @@ const (
 	SubjectSessionsGet    = "vfs.sessions.get"
 	SubjectSessionsDelete = "vfs.sessions.delete"
 )
+
+// sessionIDPattern keeps session ids safe in paths, subjects and logs.
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// ValidSessionID reports whether id is a well-formed session id: 1 to 128
+// letters, digits, '-' or '_'.
+func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }
 
 // Session is one conversation's summary row.
 type Session struct {
