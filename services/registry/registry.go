@@ -6,6 +6,8 @@ package registry
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
 
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -59,6 +61,10 @@ type Tool struct {
 // ListRequest asks for the tools visible to Caller.
 type ListRequest struct {
 	Caller Caller `json:"caller"`
+	// IfNoneMatch is the ETag of a list the caller already holds: when the
+	// answer has not changed, the reply has NotModified set and no tools.
+	// Client.List fills it from its own cache.
+	IfNoneMatch string `json:"if_none_match,omitempty"`
 }
 
 // ListResponse is the visible tools, sorted by name.
@@ -66,6 +72,11 @@ type ListResponse struct {
 	Tools []Tool `json:"tools"`
 	// Revision changes whenever the registry's tool set changes.
 	Revision string `json:"revision"`
+	// ETag identifies this exact answer (tool set, visibility profile and
+	// the caller's data kinds).
+	ETag string `json:"etag,omitempty"`
+	// NotModified is set, with no tools, when IfNoneMatch equals ETag.
+	NotModified bool `json:"not_modified,omitempty"`
 }
 
 // CallRequest runs one tool for Caller.
@@ -108,14 +119,59 @@ type ChangedEvent struct {
 }
 
 // Client is the typed client of registry-svc.
-type Client struct{ c *wire.Client }
+type Client struct {
+	c *wire.Client
+	// lists caches the last list per caller, revalidated by ETag on every
+	// List, so that an unchanged list of a thousand tools costs a small
+	// round trip instead of decoding hundreds of KB.
+	listMu sync.Mutex
+	lists  map[listKey]*ListResponse
+}
+
+// listKey is what a list answer depends on, on the caller's side.
+type listKey struct{ account, agent string }
+
+// maxCachedLists bounds the list cache; when full it starts over, which
+// costs one full reply per caller.
+const maxCachedLists = 4096
 
 // NewClient returns a Client over c.
 func NewClient(c *wire.Client) *Client { return &Client{c: c} }
 
-// List returns the tools visible to the caller.
+// List returns the tools visible to the caller. The Tools slice is the
+// caller's own; the schemas in it are shared and must not be modified.
 func (c *Client) List(ctx context.Context, req *ListRequest) (*ListResponse, error) {
-	return wire.Call[ListRequest, ListResponse](ctx, c.c, SubjectList, req)
+	if req.IfNoneMatch != "" {
+		return wire.Call[ListRequest, ListResponse](ctx, c.c, SubjectList, req)
+	}
+	key := listKey{req.Caller.AccountID, req.Caller.Agent}
+	c.listMu.Lock()
+	cached := c.lists[key]
+	c.listMu.Unlock()
+	q := *req
+	if cached != nil {
+		q.IfNoneMatch = cached.ETag
+	}
+	resp, err := wire.Call[ListRequest, ListResponse](ctx, c.c, SubjectList, &q)
+	if err != nil {
+		return nil, err
+	}
+	if resp.NotModified && cached != nil && resp.ETag == cached.ETag {
+		out := *cached
+		out.Tools = slices.Clone(cached.Tools)
+		return &out, nil
+	}
+	if resp.ETag != "" && !resp.NotModified {
+		keep := *resp
+		keep.Tools = slices.Clone(resp.Tools)
+		c.listMu.Lock()
+		if c.lists == nil || len(c.lists) >= maxCachedLists {
+			c.lists = map[listKey]*ListResponse{}
+		}
+		c.lists[key] = &keep
+		c.listMu.Unlock()
+	}
+	return resp, nil
 }
 
 // Call runs a tool. Tool failures are a CallResponse with IsError; an error

@@ -164,6 +164,14 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 }
 
+// Preencoded is implemented by a reply type that already holds its own JSON
+// encoding, typically cached across requests: Handle sends those bytes as
+// they are, skipping json.Marshal (which would also re-validate them). The
+// bytes must be the valid JSON the caller decodes as its Resp type.
+type Preencoded interface {
+	PreencodedJSON() []byte
+}
+
 // Handle registers h as the endpoint <service>.<group>.<verb>. Each request
 // runs in its own goroutine with a context bounded by the caller's deadline
 // and carrying its request id and trace context. A returned *Error reaches
@@ -212,6 +220,12 @@ func serve[Req, Resp any](s *Service, r micro.Request, h func(context.Context, *
 		return
 	}
 	s.metrics.observe(s.name, r.Subject(), "", time.Since(start))
+	if pre, ok := any(resp).(Preencoded); ok {
+		if err := r.Respond(pre.PreencodedJSON()); err != nil {
+			s.log.WarnContext(ctx, "sending reply failed", "subject", r.Subject(), "err", err)
+		}
+		return
+	}
 	body, err := json.Marshal(resp)
 	if err != nil {
 		s.log.ErrorContext(ctx, "encoding reply failed", "subject", r.Subject(), "request_id", RequestID(ctx), "err", err)

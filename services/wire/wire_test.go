@@ -173,3 +173,25 @@ func TestConcurrencyAndDrain(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// cachedReply is a reply that holds its own encoding.
+type cachedReply struct{ body []byte }
+
+func (c *cachedReply) PreencodedJSON() []byte { return c.body }
+
+func TestPreencodedReply(t *testing.T) {
+	url := servicetest.NATS(t)
+	s, err := wire.NewService(servicetest.Conn(t, url), wire.ServiceOptions{Name: "pre", Version: "0.1.0", Log: servicetest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	reply := &cachedReply{body: []byte(`{"text":"from cache","request_id":"r1"}`)}
+	if err := wire.Handle(s.Group("test"), "get", func(context.Context, *wire.Empty) (*cachedReply, error) { return reply, nil }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := wire.Call[wire.Empty, echoResp](context.Background(), servicetest.Client(t, url), "pre.test.get", &wire.Empty{})
+	if err != nil || got.Text != "from cache" || got.RequestID != "r1" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+}
