@@ -13,6 +13,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/registry-svc/internal/builtin"
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // goEcho is a trivial built-in, the baseline for the Python path.
@@ -117,10 +118,18 @@ func BenchmarkList1000(b *testing.B) {
 		b.StopTimer()
 		lat.report(b)
 	}
-	// Through NATS with the typed client: includes encoding and decoding
-	// the ~350 KB reply.
+	// Through NATS with the typed client, the way the gateway and agent-svc
+	// list: the client revalidates its cached list by ETag.
 	b.Run("nats", func(b *testing.B) {
 		run(b, func() error { _, err := e.client.List(ctx, req); return err })
+	})
+	// Through NATS without the client's cache: the server sends the
+	// pre-encoded ~350 KB reply, the caller decodes all of it.
+	b.Run("nats-full", func(b *testing.B) {
+		run(b, func() error {
+			_, err := wire.Call[registry.ListRequest, registry.ListResponse](ctx, e.wire, registry.SubjectList, req)
+			return err
+		})
 	})
 	// The handler alone: snapshot, policy and data gating.
 	b.Run("handler", func(b *testing.B) {

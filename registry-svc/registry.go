@@ -44,6 +44,7 @@ type snapshot struct {
 	pool     *pyhost.Pool // nil when no Python folder is configured
 	failed   []string     // Python files that failed to import
 	revision string
+	lists    *listCache // encoded list replies of this snapshot
 }
 
 // buildSnapshot merges the built-ins and the discovered Python tools in
@@ -101,6 +102,7 @@ func buildSnapshot(dirs []string, builtins []*builtin.Tool, pyTools []pyhost.Too
 		h.Write(b)
 	}
 	s.revision = hex.EncodeToString(h.Sum(nil))[:16]
+	s.lists = newListCache(s.sorted)
 	return s
 }
 
@@ -136,17 +138,22 @@ func (r *Registry) swap(s *snapshot) *snapshot {
 	return old
 }
 
-// List returns the tools visible to the caller, sorted by name.
+// List returns the tools visible to the caller, sorted by name. The NATS
+// endpoint serves the same answer pre-encoded (listEncoded).
 func (r *Registry) List(ctx context.Context, req *registry.ListRequest) (*registry.ListResponse, error) {
 	s := r.current()
-	kinds := r.callerKinds(ctx, req.Caller, s.sorted)
+	return r.listFor(s, req.Caller, r.callerKinds(ctx, req.Caller, s.sorted)), nil
+}
+
+// listFor applies the policy to every tool of s for c with data kinds kinds.
+func (r *Registry) listFor(s *snapshot, c registry.Caller, kinds map[string]bool) *registry.ListResponse {
 	out := make([]registry.Tool, 0, len(s.sorted))
 	for _, e := range s.sorted {
-		if r.policy.decide(req.Caller, e.tool.Name, e.tool.RequiresData, kinds) == visible {
+		if r.policy.decide(c, e.tool.Name, e.tool.RequiresData, kinds) == visible {
 			out = append(out, e.tool)
 		}
 	}
-	return &registry.ListResponse{Tools: out, Revision: s.revision}, nil
+	return &registry.ListResponse{Tools: out, Revision: s.revision}
 }
 
 // callerKinds probes the account's data kinds when any tool is gated.
@@ -230,10 +237,15 @@ func (r *Registry) run(ctx context.Context, s *snapshot, e *entry, req *registry
 		if e.tool.TakesUserInfo {
 			ui = user
 		}
-		resp, err := r.callPython(ctx, s, req.Name, args, ui)
+		var report pyhost.ProgressFunc
+		if req.ProgressSubject != "" && r.pub != nil {
+			publish := r.progress(req.ProgressSubject)
+			report = func(progress, total float64, message string) { publish(ctx, progress, total, message) }
+		}
+		resp, err := r.callPython(ctx, s, req.Name, args, ui, report)
 		if err == pyhost.ErrHostStopped && e.retry && ctx.Err() == nil {
 			r.log.WarnContext(ctx, "tool host stopped during an idempotent call; retrying once", "tool", req.Name)
-			return r.callPython(ctx, r.current(), req.Name, args, ui)
+			return r.callPython(ctx, r.current(), req.Name, args, ui, report)
 		}
 		return resp, err
 	}
@@ -255,14 +267,14 @@ func (r *Registry) run(ctx context.Context, s *snapshot, e *entry, req *registry
 // callPython runs a Python tool. A snapshot retired by a reload between the
 // lookup and the call answers unavailable; the call then goes to the current
 // snapshot's pool, once.
-func (r *Registry) callPython(ctx context.Context, s *snapshot, name string, args json.RawMessage, ui any) (*registry.CallResponse, error) {
+func (r *Registry) callPython(ctx context.Context, s *snapshot, name string, args json.RawMessage, ui any, report pyhost.ProgressFunc) (*registry.CallResponse, error) {
 	if s.pool == nil {
 		return nil, wire.Errorf(wire.Unavailable, "no Python tool host is running")
 	}
-	resp, err := s.pool.Call(ctx, name, args, ui)
+	resp, err := s.pool.Call(ctx, name, args, ui, report)
 	if cur := r.current(); err == pyhost.ErrClosed && cur != s && cur.pool != nil {
 		if _, ok := cur.byName[name]; ok {
-			return cur.pool.Call(ctx, name, args, ui)
+			return cur.pool.Call(ctx, name, args, ui, report)
 		}
 	}
 	return resp, err

@@ -226,7 +226,7 @@ func closePool(ctx context.Context, p *pyhost.Pool, grace time.Duration) {
 // serve registers the endpoints and the event subscriptions.
 func (s *Service) serve() error {
 	g := s.node.Service.Group("tools")
-	if err := wire.Handle(g, "list", s.reg.List); err != nil {
+	if err := wire.Handle(g, "list", s.reg.listEncoded); err != nil {
 		return err
 	}
 	if err := wire.Handle(g, "call", s.reg.Call); err != nil {

@@ -148,3 +148,38 @@ func TestStartFailsOnBadPython(t *testing.T) {
 		t.Errorf("unclear error: %v", err)
 	}
 }
+
+func TestPythonProgressAndContent(t *testing.T) {
+	e := start(t, map[string]string{"MCP_TOOL_DIRS": "testdata/content", "PYTHON_WORKERS": "1"})
+	events := make(chan registry.ProgressEvent, 8)
+	sub, err := e.wire.Conn().Subscribe("progress.py", func(m *nats.Msg) {
+		var ev registry.ProgressEvent
+		_ = json.Unmarshal(m.Data, &ev)
+		events <- ev
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := e.wire.Conn().Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := e.client.Call(context.Background(), &registry.CallRequest{Caller: alice, Name: "steps", Arguments: json.RawMessage(`{"n": 2}`), ProgressSubject: "progress.py"})
+	if err != nil || text(r) != "sent True" {
+		t.Fatalf("steps: %v %v", r, err)
+	}
+	for _, want := range []registry.ProgressEvent{{Progress: 1, Total: 2, Message: "step 1"}, {Progress: 2, Total: 2, Message: "step 2"}} {
+		select {
+		case got := <-events:
+			if got != want {
+				t.Errorf("progress %+v, want %+v", got, want)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("no progress event")
+		}
+	}
+	r, err = e.client.Call(context.Background(), &registry.CallRequest{Caller: alice, Name: "mixed"})
+	if err != nil || len(r.Content) != 4 || string(r.StructuredContent) != `{"result":[1,2]}` {
+		t.Fatalf("mixed: %+v %v", r, err)
+	}
+}

@@ -5,8 +5,12 @@ arrive as JSON lines on fd 3 and replies leave as JSON lines on fd 4, so that
 a tool's print() and logging (stdout/stderr) reach the service log and can
 never corrupt the protocol.
 
-Operations: hello (sent once at start), discover, call, cancel, ping.
+Operations: hello (sent once at start), discover, call, cancel, ping; while
+a call runs, the host may send progress lines for it.
 Discovery follows SPEC 2.1, schemas SPEC 2.2, calls SPEC 2.3.
+
+registry-svc puts MIROBODY_SOURCE (the text of mirobody.py) in front of this
+script; main() installs it as the importable module ``mirobody``.
 """
 
 import asyncio
@@ -40,6 +44,7 @@ TASKS = {}  # call id -> asyncio.Task
 RUNNING = set()  # ids of sync calls whose thread is running
 ABANDONED = set()  # ids of sync calls cancelled while their thread still runs
 THREADS_LOCK = threading.Lock()
+HELPERS = None  # the mirobody module (content blocks, progress); see install_helpers
 
 
 class Tool(object):
@@ -390,6 +395,10 @@ def dumps(v):
 
 
 def to_result(name, value):
+    if isinstance(value, HELPERS.Content):
+        return content_result(value)
+    if isinstance(value, BLOCK_TYPES):
+        return {"content": [value._mcp_block()]}
     if isinstance(value, str):
         return {"content": [{"type": "text", "text": value}]}
     if value is None:
@@ -405,6 +414,42 @@ def to_result(name, value):
     if isinstance(v, str):
         return {"content": [{"type": "text", "text": v}]}
     return {"content": [{"type": "text", "text": dumps(v)}]}
+
+
+def content_result(c):
+    blocks = []
+    for item in c.blocks:
+        if isinstance(item, str):
+            blocks.append({"type": "text", "text": item})
+        elif isinstance(item, BLOCK_TYPES):
+            blocks.append(item._mcp_block())
+        else:
+            blocks.append({"type": "text", "text": dumps(jsonable(item))})
+    out = {"content": blocks}
+    if c.structured is not None:
+        sc = jsonable(c.structured)
+        if isinstance(sc, list):
+            sc = {"result": sc}
+        if not isinstance(sc, dict):
+            raise TypeError("mirobody.Content structured must be a dict or a list, not %s" % type(c.structured).__name__)
+        out["structuredContent"] = sc
+    if c.is_error:
+        out["isError"] = True
+    return out
+
+
+def install_helpers(source):
+    """Makes mirobody.py importable as ``mirobody`` (SPEC 2.3 extensions)."""
+    global HELPERS, BLOCK_TYPES
+    mod = types.ModuleType("mirobody")
+    mod.__file__ = "mirobody.py"
+    exec(compile(source, "mirobody.py", "exec"), mod.__dict__)
+    sys.modules["mirobody"] = mod
+    HELPERS = mod
+    BLOCK_TYPES = (mod.Image, mod.Audio, mod.EmbeddedResource, mod.ResourceLink)
+
+
+BLOCK_TYPES = ()
 
 
 # ------------------------------------------------------------------- calls
@@ -471,6 +516,8 @@ class Host(object):
                 kwargs.setdefault(p, None)
             if tool.takes_user_info:
                 kwargs["user_info"] = msg.get("user_info")
+            # This task's own context: the tool's thread or coroutine sees it.
+            HELPERS._call.set((self.report_progress, mid) if msg.get("want_progress") else None)
             if tool.is_async:
                 value = await tool.fn(**kwargs)
             else:
@@ -496,6 +543,14 @@ class Host(object):
                        "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))})
         finally:
             TASKS.pop(mid, None)
+
+    def report_progress(self, mid, progress, total, message):
+        m = {"id": mid, "op": "progress", "progress": progress}
+        if total is not None:
+            m["total"] = total
+        if message:
+            m["message"] = message
+        self.send(m)
 
     def run(self):
         asyncio.set_event_loop(self.loop)
@@ -524,6 +579,7 @@ def main():
         sys.stderr.write("the Mirobody tool host needs Python %d.%d or newer, not %s\n"
                          % (MIN_PYTHON + (sys.version.split()[0],)))
         sys.exit(3)
+    install_helpers(MIROBODY_SOURCE)  # noqa: F821 (prepended by registry-svc)
     Host(3, 4).run()
     sys.stdout.flush()
     sys.stderr.flush()

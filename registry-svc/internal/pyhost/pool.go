@@ -29,7 +29,18 @@ import (
 var ErrClosed = wire.Errorf(wire.Unavailable, "the Python tool host is shutting down")
 
 //go:embed host.py
-var script []byte
+var hostSource string
+
+//go:embed mirobody.py
+var helperSource string
+
+// script is what the interpreter runs: host.py after a line binding
+// MIROBODY_SOURCE to the helper module's text. strconv.Quote's escapes are
+// all valid in a Python str literal, and it leaves printable UTF-8 as is.
+var script = []byte("MIROBODY_SOURCE = " + strconv.Quote(helperSource) + "\n" + hostSource)
+
+// ProgressFunc receives a running tool's mirobody.progress reports.
+type ProgressFunc func(progress, total float64, message string)
 
 // MinPython is the oldest supported Python version.
 var MinPython = [2]int{3, 9}
@@ -208,7 +219,7 @@ func (p *Pool) launch(ctx context.Context, s *slot, report bool) (*worker, *Disc
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := w.request(ctx, &message{Op: "discover", Dirs: p.opts.Dirs}, false)
+	r, err := w.request(ctx, &message{Op: "discover", Dirs: p.opts.Dirs}, false, nil)
 	if err == nil && r.Error != "" {
 		err = errors.New(r.Error)
 	}
@@ -323,7 +334,7 @@ func (p *Pool) watch(s *slot, w *worker) {
 func (p *Pool) ping(s *slot, w *worker) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.HangTimeout)
 	defer cancel()
-	r, err := w.request(ctx, &message{Op: "ping"}, false)
+	r, err := w.request(ctx, &message{Op: "ping"}, false, nil)
 	if err != nil || r.Abandoned < p.opts.AbandonedLimit || !s.cur.CompareAndSwap(w, nil) {
 		return
 	}
@@ -371,10 +382,13 @@ func (p *Pool) pick(ctx context.Context) (*worker, error) {
 }
 
 // Call runs tool name with args (a validated JSON object) and userInfo (nil
-// unless the tool takes it). A tool's own failure is a result with IsError.
-// Errors: unavailable when the host died during the call or none is ready;
-// ctx's error when ctx ended first (the host is asked to cancel the call).
-func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, userInfo any) (*registry.CallResponse, error) {
+// unless the tool takes it). progress, when set, receives the tool's
+// mirobody.progress reports, all before Call returns; when nil the tool's
+// reports are dropped in the host. A tool's own failure is a result with
+// IsError. Errors: unavailable when the host died during the call or none
+// is ready; ctx's error when ctx ended first (the host is asked to cancel
+// the call).
+func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, userInfo any, progress ProgressFunc) (*registry.CallResponse, error) {
 	if !p.enter() {
 		return nil, ErrClosed
 	}
@@ -388,7 +402,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, user
 	}
 	w.busy.Add(1)
 	defer w.busy.Add(-1)
-	r, err := w.request(ctx, &message{Op: "call", Name: name, Args: args, User: userInfo}, true)
+	r, err := w.request(ctx, &message{Op: "call", Name: name, Args: args, User: userInfo}, true, progress)
 	if err != nil {
 		return nil, err
 	}

@@ -182,7 +182,7 @@ func TestSchemaGolden(t *testing.T) {
 
 func call(t *testing.T, p *Pool, ctx context.Context, name, args string) (string, error) {
 	t.Helper()
-	r, err := p.Call(ctx, name, json.RawMessage(args), nil)
+	r, err := p.Call(ctx, name, json.RawMessage(args), nil, nil)
 	if err != nil {
 		return "", err
 	}

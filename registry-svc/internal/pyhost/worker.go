@@ -22,14 +22,16 @@ import (
 
 // message is one JSON line in either direction.
 type message struct {
-	ID     int64           `json:"id,omitempty"`
-	Op     string          `json:"op,omitempty"`
-	Dirs   []string        `json:"dirs,omitempty"`
-	Name   string          `json:"name,omitempty"`
-	Args   json.RawMessage `json:"args,omitempty"`
-	User   any             `json:"user_info,omitempty"`
-	Python string          `json:"python,omitempty"`
-	PID    int             `json:"pid,omitempty"`
+	ID   int64           `json:"id,omitempty"`
+	Op   string          `json:"op,omitempty"`
+	Dirs []string        `json:"dirs,omitempty"`
+	Name string          `json:"name,omitempty"`
+	Args json.RawMessage `json:"args,omitempty"`
+	User any             `json:"user_info,omitempty"`
+	// WantProgress asks the host to relay the tool's mirobody.progress calls.
+	WantProgress bool   `json:"want_progress,omitempty"`
+	Python       string `json:"python,omitempty"`
+	PID          int    `json:"pid,omitempty"`
 
 	Tools     []ToolInfo             `json:"tools,omitempty"`
 	Logs      []hostLog              `json:"logs,omitempty"`
@@ -40,7 +42,11 @@ type message struct {
 	Cancelled bool                   `json:"cancelled,omitempty"`
 	Pong      bool                   `json:"pong,omitempty"`
 	Abandoned int                    `json:"abandoned,omitempty"`
-	died      error
+	// Progress, Total and Message come with op "progress" for call ID.
+	Progress float64 `json:"progress,omitempty"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+	died     error
 }
 
 // hostLog is a log line the host reports with a reply (discovery problems).
@@ -63,13 +69,15 @@ type worker struct {
 	wmu     sync.Mutex
 	mu      sync.Mutex
 	pending map[int64]chan *message
-	err     error // set once the worker is dead
-	nextID  atomic.Int64
-	busy    atomic.Int64
-	pong    atomic.Int64 // unix nanos of the last heartbeat reply
-	done    chan struct{}
-	hello   chan *message
-	output  sync.WaitGroup
+	// progress holds the reporters of calls in flight that asked for it.
+	progress map[int64]ProgressFunc
+	err      error // set once the worker is dead
+	nextID   atomic.Int64
+	busy     atomic.Int64
+	pong     atomic.Int64 // unix nanos of the last heartbeat reply
+	done     chan struct{}
+	hello    chan *message
+	output   sync.WaitGroup
 }
 
 // spawn starts one host process and waits for its hello.
@@ -111,7 +119,7 @@ func spawn(ctx context.Context, python string, script []byte, log *slog.Logger) 
 	outW.Close()
 	w := &worker{
 		log: log.With("pid", cmd.Process.Pid), cmd: cmd, in: inW, out: outR,
-		pending: map[int64]chan *message{}, done: make(chan struct{}), hello: make(chan *message, 1),
+		pending: map[int64]chan *message{}, progress: map[int64]ProgressFunc{}, done: make(chan struct{}), hello: make(chan *message, 1),
 	}
 	w.pong.Store(time.Now().UnixNano())
 	w.output.Add(2)
@@ -161,12 +169,24 @@ func (w *worker) readLoop() {
 			w.hello <- &m
 			continue
 		}
+		if m.Op == "progress" {
+			// Reported here, in protocol order, so that every progress
+			// line reaches the caller before the call's result.
+			w.mu.Lock()
+			report := w.progress[m.ID]
+			w.mu.Unlock()
+			if report != nil {
+				report(m.Progress, m.Total, m.Message)
+			}
+			continue
+		}
 		if m.Pong {
 			w.pong.Store(time.Now().UnixNano())
 		}
 		w.mu.Lock()
 		ch := w.pending[m.ID]
 		delete(w.pending, m.ID)
+		delete(w.progress, m.ID)
 		w.mu.Unlock()
 		if ch != nil {
 			ch <- &m
@@ -189,6 +209,7 @@ func (w *worker) readLoop() {
 	w.err = err
 	pending := w.pending
 	w.pending = map[int64]chan *message{}
+	clear(w.progress)
 	w.mu.Unlock()
 	// done closes first, so that a caller woken below never picks this
 	// worker again.
@@ -199,8 +220,9 @@ func (w *worker) readLoop() {
 }
 
 // request sends m with a fresh id and waits for its reply or ctx. When ctx
-// ends first, cancel (if set) is sent to the host.
-func (w *worker) request(ctx context.Context, m *message, cancel bool) (*message, error) {
+// ends first, cancel (if set) is sent to the host. progress, when set,
+// receives the call's progress lines until request returns.
+func (w *worker) request(ctx context.Context, m *message, cancel bool, progress ProgressFunc) (*message, error) {
 	m.ID = w.nextID.Add(1)
 	ch := make(chan *message, 1)
 	w.mu.Lock()
@@ -209,6 +231,10 @@ func (w *worker) request(ctx context.Context, m *message, cancel bool) (*message
 		return nil, ErrHostStopped
 	}
 	w.pending[m.ID] = ch
+	if progress != nil {
+		m.WantProgress = true
+		w.progress[m.ID] = progress
+	}
 	w.mu.Unlock()
 	if err := w.send(m); err != nil {
 		w.forget(m.ID)
@@ -232,6 +258,7 @@ func (w *worker) request(ctx context.Context, m *message, cancel bool) (*message
 func (w *worker) forget(id int64) {
 	w.mu.Lock()
 	delete(w.pending, id)
+	delete(w.progress, id)
 	w.mu.Unlock()
 }
 

@@ -1,0 +1,63 @@
+package registrysvc
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+func TestListETag(t *testing.T) {
+	e := start(t, map[string]string{"MCP_TOOL_DIRS": "testdata/calls", "PYTHON_WORKERS": "1", "ALLOWED_TOOLS_DEEP": "echo"})
+	ctx := context.Background()
+	raw := func(c registry.Caller, etag string) *registry.ListResponse {
+		t.Helper()
+		r, err := wire.Call[registry.ListRequest, registry.ListResponse](ctx, e.wire, registry.SubjectList, &registry.ListRequest{Caller: c, IfNoneMatch: etag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	bob := registry.Caller{AccountID: "acct-bob"}
+	full := raw(alice, "")
+	if full.ETag == "" || full.NotModified || len(full.Tools) == 0 {
+		t.Fatalf("first list: etag %q, not modified %v, %d tools", full.ETag, full.NotModified, len(full.Tools))
+	}
+	tests := []struct {
+		name        string
+		caller      registry.Caller
+		etag        string
+		notModified bool
+	}{
+		{"same caller, same etag", alice, full.ETag, true},
+		{"another account with the same answer", bob, full.ETag, true},
+		{"stale etag", alice, "0000", false},
+		{"another visibility profile", registry.Caller{AccountID: "acct-alice", Agent: registry.AgentDeep}, full.ETag, false},
+		{"an agent without lists shares the default answer", registry.Caller{AccountID: "acct-alice", Agent: registry.AgentBase}, full.ETag, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := raw(tt.caller, tt.etag)
+			if r.NotModified != tt.notModified || (r.NotModified && len(r.Tools) != 0) || (!r.NotModified && len(r.Tools) == 0) {
+				t.Errorf("not modified %v with %d tools, want %v", r.NotModified, len(r.Tools), tt.notModified)
+			}
+		})
+	}
+
+	// The typed client revalidates its cached list and hands every caller
+	// its own slice.
+	first, err := e.client.List(ctx, &registry.ListRequest{Caller: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Tools[0].Name = "changed by the caller"
+	second, err := e.client.List(ctx, &registry.ListRequest{Caller: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.NotModified || !slices.EqualFunc(second.Tools, full.Tools, func(a, b registry.Tool) bool { return a.Name == b.Name }) {
+		t.Errorf("cached list: not modified %v, tools %v", second.NotModified, second.Tools)
+	}
+}
