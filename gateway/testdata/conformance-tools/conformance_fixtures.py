@@ -5,8 +5,15 @@ Loaded only by the conformance run in services/stack, from a copy of this
 folder: test_trigger_tool_change writes into the folder it runs from.
 """
 
+import asyncio
+import io
 import pathlib
+import struct
 import time
+import wave
+import zlib
+
+import mirobody
 
 
 def test_simple_text() -> str:
@@ -17,6 +24,59 @@ def test_simple_text() -> str:
 def test_error_handling():
     """Always fails as a tool error (scenario tools-call-error)."""
     return {"success": False, "error": "This tool intentionally returns an error for testing"}
+
+
+def _red_pixel_png() -> bytes:
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
+    pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte, then one red pixel
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+
+
+def _silence_wav() -> bytes:
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(b"\x00\x00" * 80)  # 10 ms
+    return buf.getvalue()
+
+
+def test_image_content():
+    """Returns a 1x1 red PNG as an image block (scenario tools-call-image)."""
+    return mirobody.Image(_red_pixel_png(), "image/png")
+
+
+def test_audio_content():
+    """Returns 10 ms of silence as a WAV audio block (scenario tools-call-audio)."""
+    return mirobody.Audio(_silence_wav(), "audio/wav")
+
+
+def test_embedded_resource():
+    """Returns an embedded text resource (scenario tools-call-embedded-resource)."""
+    return mirobody.EmbeddedResource("test://embedded-resource", text="This is an embedded resource content.",
+                                     mime_type="text/plain")
+
+
+def test_multiple_content_types():
+    """Returns text, an image and a resource (scenario tools-call-mixed-content)."""
+    return mirobody.Content([
+        "Multiple content types test:",
+        mirobody.Image(_red_pixel_png(), "image/png"),
+        mirobody.EmbeddedResource("test://mixed-content-resource", text='{"test":"data","value":123}',
+                                  mime_type="application/json"),
+    ])
+
+
+async def test_tool_with_progress() -> str:
+    """Reports progress 0, 50 and 100 of 100, 50 ms apart (scenario tools-call-with-progress)."""
+    for step in (0, 50, 100):
+        if step:
+            await asyncio.sleep(0.05)
+        mirobody.progress(step, 100)
+    return "progress reported: 0, 50, 100 of 100"
 
 
 def test_trigger_tool_change() -> str:
