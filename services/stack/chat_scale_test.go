@@ -99,7 +99,7 @@ func TestChatTwoInstances(t *testing.T) {
 	cfg := testConfig(t, natsURL, db.DSN)
 	cfg.MCPToolDirs = []string{"builtin"}
 	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "m", BaseURL: srv.OpenAIBaseURL()}}
-	cfg.HeartbeatMS = 100
+	cfg.HeartbeatMS = 250
 	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}),
 		agentsvc.New(agentsvc.Options{Config: cfg, Log: log.With("replica", "a")}))
 	proxy := newTCPProxy(t, natsURL[len("nats://"):])
@@ -158,15 +158,16 @@ func TestChatTwoInstances(t *testing.T) {
 	slow = true
 	mu.Unlock()
 	started := make(chan struct{}, 16)
-	var killed time.Time
+	killedAt := make(chan time.Time, 1)
 	go func() {
 		for range 16 {
 			<-started
 		}
-		killed = time.Now()
+		killedAt <- time.Now()
 		proxy.kill()
 	}()
 	res = runAll(16, started)
+	killed := <-killedAt
 	lost, completed := 0, 0
 	for i, r := range res {
 		switch {
@@ -227,13 +228,14 @@ func TestChatAgentLostOverSSE(t *testing.T) {
 	key, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: acct.ID, Name: "k"})
 	must(t, err)
 	st := &chatStack{URL: "http://" + gw.Addr(), Key: key.Key}
-	var killed time.Time
+	killedAt := make(chan time.Time, 1)
 	go func() {
 		<-asked
-		killed = time.Now()
+		killedAt <- time.Now()
 		proxy.kill()
 	}()
 	evs := st.chat(t, map[string]any{"question": "q", "provider": "oa"})
+	killed := <-killedAt
 	if d := time.Since(killed); d > 2*time.Second {
 		t.Fatalf("the stream ended %v after the replica was lost", d)
 	}
