@@ -138,8 +138,10 @@ const maxCachedLists = 4096
 // NewClient returns a Client over c.
 func NewClient(c *wire.Client) *Client { return &Client{c: c} }
 
-// List returns the tools visible to the caller. The Tools slice is the
-// caller's own; the schemas in it are shared and must not be modified.
+// List returns the tools visible to the caller. The response is shared
+// with the client's cache (and with other List calls for the same account
+// and agent): treat it as read-only. Copying a thousand tools per call
+// would cost more than the rest of an unchanged list.
 func (c *Client) List(ctx context.Context, req *ListRequest) (*ListResponse, error) {
 	if req.IfNoneMatch != "" {
 		return wire.Call[ListRequest, ListResponse](ctx, c.c, SubjectList, req)
@@ -157,18 +159,16 @@ func (c *Client) List(ctx context.Context, req *ListRequest) (*ListResponse, err
 		return nil, err
 	}
 	if resp.NotModified && cached != nil && resp.ETag == cached.ETag {
-		out := *cached
-		out.Tools = slices.Clone(cached.Tools)
-		return &out, nil
+		return cached, nil
 	}
 	if resp.ETag != "" && !resp.NotModified {
-		keep := *resp
-		keep.Tools = slices.Clone(resp.Tools)
+		// Clip: a caller that appends gets its own array.
+		resp.Tools = slices.Clip(resp.Tools)
 		c.listMu.Lock()
 		if c.lists == nil || len(c.lists) >= maxCachedLists {
 			c.lists = map[listKey]*ListResponse{}
 		}
-		c.lists[key] = &keep
+		c.lists[key] = resp
 		c.listMu.Unlock()
 	}
 	return resp, nil
