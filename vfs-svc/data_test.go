@@ -91,7 +91,7 @@ func TestHealthImport(t *testing.T) {
 
 	example := readExample(t, "health.csv")
 	for i, wantInserted := range []int64{30, 0} {
-		res = e.importText(t, acct, vfs.KindHealth, vfs.FormatCSV, false, example)
+		res = e.importText(t, acct, vfs.KindHealth, vfs.FormatCSV, false, []string{"", "\ufeff"}[i]+example) // the second time with a BOM
 		if !res.Committed || res.Written != 30 || res.Inserted != wantInserted || res.ErrorCount != 0 {
 			t.Errorf("example import %d = %+v", i, res)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -65,6 +66,9 @@ func (s *Service) importChunk(ctx context.Context, req *vfs.ImportChunkRequest) 
 	}
 	if req.Seq != imp.nextSeq {
 		return nil, wire.Errorf(wire.FailedPrecondition, "chunk %d arrived, chunk %d was expected", req.Seq, imp.nextSeq)
+	}
+	if req.Seq == 0 {
+		req.Data = strings.TrimPrefix(req.Data, "\ufeff") // spreadsheet exports start with a BOM
 	}
 	var src pgx.CopyFromSource
 	var table string
