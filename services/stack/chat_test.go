@@ -190,8 +190,15 @@ func TestChatFullTurn(t *testing.T) {
 			if len(calls) != 8 || len(results) != 8 {
 				t.Errorf("%d tool calls, %d results; want 8 each", len(calls), len(results))
 			}
-			if last := results[len(results)-1]; last.Status != agent.StatusError || last.ErrorKind != "not_found" {
-				t.Errorf("hidden tool call result %+v", last)
+			for _, c := range calls {
+				if c.Name != "secret" {
+					continue
+				}
+				for _, r := range results {
+					if r.ToolCallID == c.ID && (r.Status != agent.StatusError || r.ErrorKind != "not_found") {
+						t.Errorf("hidden tool call result %+v", r)
+					}
+				}
 			}
 			text := ""
 			for _, e := range ofType(evs, agent.EventText) {

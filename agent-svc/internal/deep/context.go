@@ -186,7 +186,7 @@ func (r *run) maybeSummarize(ctx context.Context, defs []llm.Tool) error {
 	if err != nil {
 		return fmt.Errorf("summarizing the conversation: %w", err)
 	}
-	r.usage = r.usage.Add(resp.Usage)
+	r.addUsage(resp.Usage)
 	summary := llm.Message{Role: llm.RoleUser, Content: fmt.Sprintf("[Summary of the earlier conversation; the full transcript is in %s]\n%s", TranscriptPath, resp.Message.Content)}
 	r.messages = append([]llm.Message{summary}, r.messages[cut:]...)
 	r.lastInput = 0

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"text/template"
 	"time"
 
@@ -79,9 +80,10 @@ type run struct {
 	system   string
 	tools    []*tool
 	byName   map[string]*tool
-	todos    []agent.Todo
 	messages []llm.Message
-	usage    llm.Usage
+	// mu guards usage: the tool calls of one step run in parallel.
+	mu    sync.Mutex
+	usage llm.Usage
 	// lastInput is the provider's input token count of the last step; it
 	// is a better context size than the estimate once known.
 	lastInput int64
@@ -148,7 +150,7 @@ func (r *run) loop(ctx context.Context) (string, string) {
 		if err != nil {
 			return "", r.fail(ctx, err)
 		}
-		r.usage = r.usage.Add(resp.Usage)
+		r.addUsage(resp.Usage)
 		r.lastInput = resp.Usage.InputTokens + resp.Usage.CacheReadTokens + resp.Usage.CacheWriteTokens
 		if !r.quiet {
 			r.emit(agent.Event{Type: agent.EventUsage, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens,
@@ -162,16 +164,7 @@ func (r *run) loop(ctx context.Context) (string, string) {
 			}
 			return msg.Content, agent.FinishStop
 		}
-		results := make([]llm.Message, 0, len(msg.ToolCalls))
-		for _, tc := range msg.ToolCalls {
-			r.emit(agent.Event{Type: agent.EventToolCall, ID: tc.ID, Name: tc.Name, Args: tc.Args})
-			res := r.callTool(ctx, tc)
-			r.emit(agent.Event{Type: agent.EventToolResult, ToolCallID: tc.ID, Content: res.content, Status: res.status(), ErrorKind: res.kind, Truncated: res.truncated})
-			results = append(results, llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: res.content, IsError: res.isError})
-			if ctx.Err() != nil {
-				break
-			}
-		}
+		results := r.runTools(ctx, msg.ToolCalls)
 		if ctx.Err() != nil {
 			// The step is incomplete: keep the history without it.
 			return "", r.fail(ctx, ctx.Err())
@@ -179,6 +172,38 @@ func (r *run) loop(ctx context.Context) (string, string) {
 		r.messages = append(r.messages, msg)
 		r.messages = append(r.messages, results...)
 	}
+}
+
+func (r *run) addUsage(u llm.Usage) {
+	r.mu.Lock()
+	r.usage = r.usage.Add(u)
+	r.mu.Unlock()
+}
+
+// runTools runs the tool calls of one step in parallel, as the model asked
+// for them together, and returns their results in call order. Each result
+// is streamed as soon as it is ready.
+func (r *run) runTools(ctx context.Context, calls []llm.ToolCall) []llm.Message {
+	for _, tc := range calls {
+		r.emit(agent.Event{Type: agent.EventToolCall, ID: tc.ID, Name: tc.Name, Args: tc.Args})
+	}
+	results := make([]llm.Message, len(calls))
+	one := func(i int) {
+		tc := calls[i]
+		res := r.callTool(ctx, tc)
+		r.emit(agent.Event{Type: agent.EventToolResult, ToolCallID: tc.ID, Content: res.content, Status: res.status(), ErrorKind: res.kind, Truncated: res.truncated})
+		results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: res.content, IsError: res.isError}
+	}
+	if len(calls) == 1 {
+		one(0)
+		return results
+	}
+	var wg sync.WaitGroup
+	for i := range calls {
+		wg.Go(func() { one(i) })
+	}
+	wg.Wait()
+	return results
 }
 
 // callModel streams one step, retrying a broken stream: the partial text

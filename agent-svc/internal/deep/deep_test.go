@@ -3,6 +3,7 @@ package deep
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,9 +59,10 @@ func TestLoopEndings(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
 				defer cancel()
 			}
+			var mu sync.Mutex
 			var events []agent.Event
 			out, err := a.Run(ctx, &turn.Turn{AccountID: "a", SessionID: "s", Question: "q", Model: "m",
-				Provider: llm.NewOpenAI(llm.ClientOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: "k"}), Emit: func(e agent.Event) { events = append(events, e) }})
+				Provider: llm.NewOpenAI(llm.ClientOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: "k"}), Emit: func(e agent.Event) { mu.Lock(); events = append(events, e); mu.Unlock() }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -173,7 +173,6 @@ func todosTool() *tool {
 					return errResult("invalid_argument", fmt.Sprintf("todo %q has status %q; use pending, in_progress or completed", t.Content, t.Status))
 				}
 			}
-			r.todos = a.Todos
 			r.emit(agent.Event{Type: agent.EventTodos, Items: append([]agent.Todo{}, a.Todos...)})
 			b, _ := json.Marshal(a.Todos)
 			return okResult("Updated the todo list: " + string(b))
@@ -233,7 +232,7 @@ func (r *run) subagent(ctx context.Context, kind, task string) result {
 	}
 	sub.setTools(tools)
 	answer, finish := sub.loop(ctx)
-	r.usage = r.usage.Add(sub.usage)
+	r.addUsage(sub.usage)
 	if finish != agent.FinishStop {
 		return errResult("subagent_"+finish, fmt.Sprintf("the %s subagent ended with %s", kind, finish))
 	}
