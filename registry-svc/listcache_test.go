@@ -59,4 +59,8 @@ func TestListETag(t *testing.T) {
 	if second != first || second.NotModified || !slices.EqualFunc(second.Tools, full.Tools, func(a, b registry.Tool) bool { return a.Name == b.Name }) {
 		t.Errorf("cached list: same %v, not modified %v, tools %v", second == first, second.NotModified, second.Tools)
 	}
+	// Another account with the same answer shares the cached copy.
+	if bobs, err := e.client.List(ctx, &registry.ListRequest{Caller: bob}); err != nil || bobs != first {
+		t.Errorf("bob's list is not the shared answer: %v", err)
+	}
 }

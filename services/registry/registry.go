@@ -121,34 +121,39 @@ type ChangedEvent struct {
 // Client is the typed client of registry-svc.
 type Client struct {
 	c *wire.Client
-	// lists caches the last list per caller, revalidated by ETag on every
-	// List, so that an unchanged list of a thousand tools costs a small
-	// round trip instead of decoding hundreds of KB.
-	listMu sync.Mutex
-	lists  map[listKey]*ListResponse
+	// The last list answer per caller, revalidated by ETag on every List,
+	// so that an unchanged list of a thousand tools costs a small round
+	// trip instead of decoding hundreds of KB. Callers with the same answer
+	// (same visibility profile and data kinds) share one copy, and only the
+	// answers of the newest revision seen are kept, so memory stays at a
+	// few lists however many accounts list.
+	listMu   sync.Mutex
+	etags    map[listKey]string       // caller -> ETag of its last answer
+	answers  map[string]*ListResponse // ETag -> answer, for revision only
+	revision string
 }
 
 // listKey is what a list answer depends on, on the caller's side.
 type listKey struct{ account, agent string }
 
-// maxCachedLists bounds the list cache; when full it starts over, which
-// costs one full reply per caller.
-const maxCachedLists = 4096
+// maxCachedCallers bounds the callers remembered; when full the cache
+// starts over, which costs one full reply per caller.
+const maxCachedCallers = 4096
 
 // NewClient returns a Client over c.
 func NewClient(c *wire.Client) *Client { return &Client{c: c} }
 
 // List returns the tools visible to the caller. The response is shared
-// with the client's cache (and with other List calls for the same account
-// and agent): treat it as read-only. Copying a thousand tools per call
-// would cost more than the rest of an unchanged list.
+// with the client's cache (and with other List calls that get the same
+// answer): treat it as read-only. Copying a thousand tools per call would
+// cost more than the rest of an unchanged list.
 func (c *Client) List(ctx context.Context, req *ListRequest) (*ListResponse, error) {
 	if req.IfNoneMatch != "" {
 		return wire.Call[ListRequest, ListResponse](ctx, c.c, SubjectList, req)
 	}
 	key := listKey{req.Caller.AccountID, req.Caller.Agent}
 	c.listMu.Lock()
-	cached := c.lists[key]
+	cached := c.answers[c.etags[key]]
 	c.listMu.Unlock()
 	q := *req
 	if cached != nil {
@@ -164,14 +169,29 @@ func (c *Client) List(ctx context.Context, req *ListRequest) (*ListResponse, err
 	if resp.ETag != "" && !resp.NotModified {
 		// Clip: a caller that appends gets its own array.
 		resp.Tools = slices.Clip(resp.Tools)
-		c.listMu.Lock()
-		if c.lists == nil || len(c.lists) >= maxCachedLists {
-			c.lists = map[listKey]*ListResponse{}
-		}
-		c.lists[key] = resp
-		c.listMu.Unlock()
+		resp = c.remember(key, resp)
 	}
 	return resp, nil
+}
+
+// remember caches resp as key's answer and returns the copy to keep using
+// (an equal answer cached earlier).
+func (c *Client) remember(key listKey, resp *ListResponse) *ListResponse {
+	c.listMu.Lock()
+	defer c.listMu.Unlock()
+	if c.etags == nil || len(c.etags) >= maxCachedCallers {
+		c.etags = map[listKey]string{}
+	}
+	if c.answers == nil || resp.Revision != c.revision {
+		c.answers = map[string]*ListResponse{}
+		c.revision = resp.Revision
+	}
+	if prev := c.answers[resp.ETag]; prev != nil {
+		resp = prev
+	}
+	c.etags[key] = resp.ETag
+	c.answers[resp.ETag] = resp
+	return resp
 }
 
 // Call runs a tool. Tool failures are a CallResponse with IsError; an error
