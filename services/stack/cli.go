@@ -29,6 +29,8 @@ Usage:
   mirobody keys create --account ID|EMAIL --name N [--scopes mcp,api]
   mirobody keys list --account ID|EMAIL
   mirobody keys revoke --account ID|EMAIL --key KEY_ID
+  mirobody data import --health FILE|--genetic FILE [--account ID|EMAIL] [--partial]
+  mirobody data delete --kind health|genetic [--account ID|EMAIL]
   mirobody chat [--key KEY] [--session ID] "question"
   mirobody version
 
@@ -57,6 +59,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runAccount(ctx, rest, stdout, stderr)
 	case "keys":
 		err = runKeys(ctx, rest, stdout, stderr)
+	case "data":
+		err = runData(ctx, rest, stdout, stderr)
 	case "chat":
 		err = runChat(ctx, rest, stdout, stderr)
 	default:
@@ -101,8 +105,8 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return env.Run(ctx, Build(env.Config, env.Log, env.Metrics, targets)...)
 }
 
-// adminClient connects to NATS_URL for the account and key commands.
-func adminClient(path string, stderr io.Writer) (*vfs.Accounts, func(), error) {
+// adminClient connects to NATS_URL for the account, key and data commands.
+func adminClient(path string, stderr io.Writer) (*wire.Client, func(), error) {
 	env, err := boot.Load(path, stderr)
 	if err != nil {
 		return nil, nil, err
@@ -111,7 +115,15 @@ func adminClient(path string, stderr io.Writer) (*vfs.Accounts, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return vfs.NewAccounts(wire.NewClient(wire.ClientOptions{Conn: nc, DefaultTimeout: 10 * time.Second})), nc.Close, nil
+	return wire.NewClient(wire.ClientOptions{Conn: nc, DefaultTimeout: 10 * time.Second}), nc.Close, nil
+}
+
+// findAccount resolves an account given by id or by email.
+func findAccount(ctx context.Context, acc *vfs.Accounts, idOrEmail string) (*vfs.Account, error) {
+	if _, err := uuid.Parse(idOrEmail); err == nil {
+		return acc.Get(ctx, &vfs.AccountGetRequest{ID: idOrEmail})
+	}
+	return acc.Get(ctx, &vfs.AccountGetRequest{Email: idOrEmail})
 }
 
 func runAccount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -129,12 +141,12 @@ func runAccount(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *email == "" {
 		return fmt.Errorf("--email is required")
 	}
-	acc, closeFn, err := adminClient(*path, stderr)
+	c, closeFn, err := adminClient(*path, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	a, err := acc.Create(ctx, &vfs.AccountCreateRequest{Email: *email, Password: *password})
+	a, err := vfs.NewAccounts(c).Create(ctx, &vfs.AccountCreateRequest{Email: *email, Password: *password})
 	if err != nil {
 		return err
 	}
@@ -158,16 +170,13 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *account == "" {
 		return fmt.Errorf("--account is required")
 	}
-	acc, closeFn, err := adminClient(*path, stderr)
+	c, closeFn, err := adminClient(*path, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	get := &vfs.AccountGetRequest{Email: *account}
-	if _, perr := uuid.Parse(*account); perr == nil {
-		get = &vfs.AccountGetRequest{ID: *account}
-	}
-	a, err := acc.Get(ctx, get)
+	acc := vfs.NewAccounts(c)
+	a, err := findAccount(ctx, acc, *account)
 	if err != nil {
 		return err
 	}

@@ -5,5 +5,9 @@ package builtin
 func All() []*Tool {
 	return []*Tool{
 		ReadSkill(),
+		QueryHealthIndicators(),
+		GetGeneticData(),
+		ResolveIndicator(),
+		NormalizeUnit(),
 	}
 }
