@@ -1,8 +1,12 @@
 package stack
 
 import (
+	"encoding/json"
+	"flag"
 	"io"
 	"net/http"
+	"os"
+	"sort"
 	"strings"
 	"testing"
 
@@ -64,7 +68,51 @@ func TestChatScriptedDev(t *testing.T) {
 			t.Fatalf("tool result %+v", r)
 		}
 	}
+	// The SSE vocabulary is pinned by a golden file: one data block a
+	// line, with run and session ids blanked and heartbeats dropped. The
+	// results of parallel tool calls arrive in any order, so a run of
+	// tool_result events is sorted by call id.
+	var b strings.Builder
+	var results []agent.Event
+	flush := func() {
+		sort.Slice(results, func(i, j int) bool { return results[i].ToolCallID < results[j].ToolCallID })
+		for _, e := range results {
+			writeEvent(&b, e)
+		}
+		results = nil
+	}
+	for _, e := range evs {
+		switch e.Type {
+		case agent.EventHeartbeat:
+			continue
+		case agent.EventToolResult:
+			results = append(results, e)
+			continue
+		case agent.EventStart:
+			e.ID, e.SessionID = "<run>", "<session>"
+		}
+		flush()
+		writeEvent(&b, e)
+	}
+	flush()
+	golden := "testdata/chat_scripted.sse.golden"
+	if *updateGolden {
+		must(t, os.WriteFile(golden, []byte(b.String()), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	must(t, err)
+	if b.String() != string(want) {
+		t.Fatalf("events differ from %s (run with -update-chat-golden to accept):\n%s", golden, b.String())
+	}
 }
+
+func writeEvent(b *strings.Builder, e agent.Event) {
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(e)
+}
+
+var updateGolden = flag.Bool("update-chat-golden", false, "rewrite testdata/chat_scripted.sse.golden")
 
 // TestChatRequestErrors: a turn that cannot start is an HTTP error that
 // names the problem, not a stream.
