@@ -87,7 +87,7 @@ func (r *run) evict(ctx context.Context, tc llm.ToolCall, res result) result {
 	if _, err := r.a.opts.FS.Write(ctx, &vfs.WriteRequest{Scope: r.scope(), Path: path, Content: res.content, Overwrite: true}); err != nil {
 		// Without the file, a cut result is the honest fallback.
 		r.a.log.Warn("evicting a large tool result failed", "tool", tc.Name, "err", err)
-		res.content = res.content[:r.a.opts.EvictChars] + "\n[result truncated]"
+		res.content = cutRunes(res.content, r.a.opts.EvictChars, true) + "\n[result truncated]"
 		res.truncated = true
 		return res
 	}

@@ -110,7 +110,11 @@ func registryTool(rt registry.Tool) *tool {
 			if err != nil {
 				return wireResult(err)
 			}
-			return result{content: contentText(resp), isError: resp.IsError, kind: map[bool]string{true: "tool_error"}[resp.IsError]}
+			res := result{content: contentText(resp), isError: resp.IsError}
+			if resp.IsError {
+				res.kind = "tool_error"
+			}
+			return res
 		}}
 }
 
