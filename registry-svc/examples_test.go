@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mirobody/mirobody-go/services/servicetest"
 )
 
 // TestExampleTools keeps the repository's tools/ folder (used by dev)
@@ -11,9 +13,11 @@ import (
 func TestExampleTools(t *testing.T) {
 	t.Run("without an API key", func(t *testing.T) {
 		t.Setenv("OPENWEATHER_API_KEY", "")
-		e := start(t, map[string]string{"MCP_TOOL_DIRS": "../tools,builtin", "PYTHON_WORKERS": "1"})
+		url := servicetest.NATS(t)
+		serveKinds(t, url) // alice holds no data: the gated built-ins stay hidden
+		e := startOn(t, url, map[string]string{"MCP_TOOL_DIRS": "../tools,builtin", "PYTHON_WORKERS": "1"})
 		got := e.names(t, alice)
-		want := []string{"body_mass_index", "current_time", "heart_rate_zones", "read_skill", "whoami"}
+		want := []string{"body_mass_index", "current_time", "heart_rate_zones", "normalize_unit", "read_skill", "resolve_indicator", "whoami"}
 		if !slices.Equal(got, want) {
 			t.Fatalf("tools = %v, want %v", got, want)
 		}
