@@ -46,6 +46,7 @@ type ServiceOptions struct {
 // time), and Stop waits for the ones in flight.
 type Service struct {
 	micro   micro.Service
+	nc      *nats.Conn
 	name    string
 	version string
 	started time.Time
@@ -104,6 +105,7 @@ func NewService(nc *nats.Conn, opts ServiceOptions) (*Service, error) {
 		return nil, fmt.Errorf("adding micro service %s: %w", opts.Name, err)
 	}
 	s := &Service{
+		nc:      nc,
 		micro:   ms,
 		name:    opts.Name,
 		version: opts.Version,
@@ -213,27 +215,42 @@ func serve[Req, Resp any](s *Service, r micro.Request, h func(context.Context, *
 		werr := s.toWire(ctx, r.Subject(), err)
 		s.metrics.observe(s.name, r.Subject(), werr.Code, time.Since(start))
 		span.SetStatus(codes.Error, string(werr.Code))
-		body, _ := json.Marshal(werr)
-		if rerr := r.Error(string(werr.Code), werr.Message, body); rerr != nil {
-			s.log.WarnContext(ctx, "sending error reply failed", "subject", r.Subject(), "err", rerr)
-		}
+		s.reply(ctx, r, werr)
 		return
 	}
 	s.metrics.observe(s.name, r.Subject(), "", time.Since(start))
 	if pre, ok := any(resp).(Preencoded); ok {
-		if err := r.Respond(pre.PreencodedJSON()); err != nil {
-			s.log.WarnContext(ctx, "sending reply failed", "subject", r.Subject(), "err", err)
-		}
+		s.publish(ctx, r, &nats.Msg{Data: pre.PreencodedJSON()})
 		return
 	}
 	body, err := json.Marshal(resp)
 	if err != nil {
 		s.log.ErrorContext(ctx, "encoding reply failed", "subject", r.Subject(), "request_id", RequestID(ctx), "err", err)
-		body, _ = json.Marshal(&Error{Code: Internal, Message: errInternal.Error()})
-		_ = r.Error(string(Internal), errInternal.Error(), body)
+		s.reply(ctx, r, &Error{Code: Internal, Message: errInternal.Error()})
 		return
 	}
-	if err := r.Respond(body); err != nil {
+	s.publish(ctx, r, &nats.Msg{Data: body})
+}
+
+// reply sends werr as an error reply, with micro's error headers so that
+// `nats micro` tools and other micro clients read it too.
+func (s *Service) reply(ctx context.Context, r micro.Request, werr *Error) {
+	body, _ := json.Marshal(werr)
+	msg := &nats.Msg{Data: body, Header: nats.Header{}}
+	msg.Header.Set(HeaderErrorCode, string(werr.Code))
+	msg.Header.Set("Nats-Service-Error", werr.Message)
+	s.publish(ctx, r, msg)
+}
+
+// publish sends a reply on the connection itself rather than through
+// micro.Request: micro reads its request's state after the handler
+// returns, and our handlers answer later, from their own goroutine.
+func (s *Service) publish(ctx context.Context, r micro.Request, msg *nats.Msg) {
+	if r.Reply() == "" {
+		return // a publish, not a request: nobody waits for an answer
+	}
+	msg.Subject = r.Reply()
+	if err := s.nc.PublishMsg(msg); err != nil {
 		s.log.WarnContext(ctx, "sending reply failed", "subject", r.Subject(), "err", err)
 	}
 }

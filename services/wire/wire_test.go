@@ -195,3 +195,25 @@ func TestPreencodedReply(t *testing.T) {
 		t.Fatalf("got %+v, %v", got, err)
 	}
 }
+
+// Regression: error replies were sent through micro.Request from the
+// handler goroutine while micro read the same request after dispatch, a
+// data race that -race caught in CI. Many concurrent error replies make it
+// show up again if replies ever go back through micro.Request.
+func TestConcurrentErrorReplies(t *testing.T) {
+	url := servicetest.NATS(t)
+	startEcho(t, url, nil, nil)
+	c := servicetest.Client(t, url)
+	var wg sync.WaitGroup
+	for i := 0; i < 1000; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := wire.Call[echoReq, echoResp](context.Background(), c, "echo.test.echo", &echoReq{Fail: "not_found"})
+			if wire.CodeOf(err) != wire.NotFound {
+				t.Errorf("code = %q, want not_found", wire.CodeOf(err))
+			}
+		}()
+	}
+	wg.Wait()
+}
