@@ -20,6 +20,7 @@ func TestTraceContextReachesNATS(t *testing.T) {
 	sub, err := f.nc.Subscribe(registry.SubjectCall, func(m *nats.Msg) { seen <- m.Header.Get("traceparent") })
 	must(t, err)
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	must(t, f.nc.Flush())
 
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	resp, body := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,

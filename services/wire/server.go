@@ -193,6 +193,14 @@ func Handle[Req, Resp any](g *Group, verb string, h func(ctx context.Context, re
 	if err := g.g.AddEndpoint(verb, handler); err != nil {
 		return fmt.Errorf("adding endpoint %s.%s: %w", verb, s.name, err)
 	}
+	// Make sure the server has the subscription before the caller goes on
+	// to report ready: otherwise a request sent right after start can find
+	// no responders. While disconnected, it is sent on reconnect anyway.
+	if s.nc.IsConnected() {
+		if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
+			return fmt.Errorf("confirming endpoint %s.%s: %w", verb, s.name, err)
+		}
+	}
 	return nil
 }
 
