@@ -2,6 +2,7 @@ package deep
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,21 +146,52 @@ func withoutUserInfo(s json.RawMessage) json.RawMessage {
 func contentText(resp *registry.CallResponse) string {
 	var parts []string
 	for _, c := range resp.Content {
-		var b struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if json.Unmarshal(c, &b) == nil && b.Type == "text" {
-			parts = append(parts, b.Text)
-		} else {
-			parts = append(parts, string(c))
-		}
+		parts = append(parts, blockText(c))
 	}
 	if len(parts) == 0 && len(resp.StructuredContent) > 0 {
 		return string(resp.StructuredContent)
 	}
 	return strings.Join(parts, "\n")
 }
+
+// blockText renders one MCP content block for the model. Binary payloads
+// (images, audio, blobs) are described, not pasted: their base64 would
+// cost tokens and tell a text model nothing.
+func blockText(c json.RawMessage) string {
+	var b struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		Data     string `json:"data"`
+		MimeType string `json:"mimeType"`
+		URI      string `json:"uri"`
+		Name     string `json:"name"`
+		Resource *struct {
+			URI      string `json:"uri"`
+			MimeType string `json:"mimeType"`
+			Text     string `json:"text"`
+			Blob     string `json:"blob"`
+		} `json:"resource"`
+	}
+	if json.Unmarshal(c, &b) != nil {
+		return string(c)
+	}
+	switch {
+	case b.Type == "text":
+		return b.Text
+	case b.Type == "image" || b.Type == "audio":
+		return fmt.Sprintf("[%s %s, %d bytes, not shown]", b.Type, b.MimeType, b64Len(b.Data))
+	case b.Type == "resource" && b.Resource != nil && b.Resource.Blob != "":
+		return fmt.Sprintf("[resource %s %s, %d bytes, not shown]", b.Resource.URI, b.Resource.MimeType, b64Len(b.Resource.Blob))
+	case b.Type == "resource" && b.Resource != nil:
+		return fmt.Sprintf("[resource %s]\n%s", b.Resource.URI, b.Resource.Text)
+	case b.Type == "resource_link":
+		return fmt.Sprintf("[resource link %s: %s]", b.Name, b.URI)
+	}
+	return string(c)
+}
+
+// b64Len is the decoded size of standard base64 text, without decoding it.
+func b64Len(s string) int { return base64.RawStdEncoding.DecodedLen(len(strings.TrimRight(s, "="))) }
 
 func todosTool() *tool {
 	return &tool{def: llm.Tool{Name: "write_todos",
