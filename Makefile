@@ -22,10 +22,11 @@ test: deps
 bench: deps
 	$(WITHPG) $(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
 
-## lint: go vet and gofmt
+## lint: go vet, gofmt, and every module building on its own (GOWORK=off)
 lint:
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $(MODULES)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) build ./...) || { echo "$$m does not build alone (GOWORK=off)"; exit 1; }; done
 
 ## build: every binary into ./bin
 build:
