@@ -1,12 +1,9 @@
 package registrysvc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mirobody/mirobody-go/registry-svc/internal/builtin"
@@ -16,45 +13,13 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// logBuffer keeps the service's log lines for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-type teeHandler struct{ a, b slog.Handler }
-
-func (h teeHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h teeHandler) Handle(ctx context.Context, r slog.Record) error {
-	_ = h.a.Handle(ctx, r.Clone())
-	return h.b.Handle(ctx, r)
-}
-func (h teeHandler) WithAttrs(a []slog.Attr) slog.Handler {
-	return teeHandler{h.a.WithAttrs(a), h.b.WithAttrs(a)}
-}
-func (h teeHandler) WithGroup(n string) slog.Handler {
-	return teeHandler{h.a.WithGroup(n), h.b.WithGroup(n)}
-}
-
 // env is a service under test.
 type env struct {
 	url    string
 	svc    *Service
 	client *registry.Client
 	wire   *wire.Client
-	logs   *logBuffer
+	logs   *servicetest.LogBuffer
 }
 
 // testConfig loads the defaults with the given keys overridden, the way
@@ -85,8 +50,7 @@ func startOn(t testing.TB, url string, keys map[string]string, builtins ...*buil
 	if _, ok := keys["TOOLS_WATCH"]; !ok {
 		keys["TOOLS_WATCH"] = "false"
 	}
-	lb := &logBuffer{}
-	log := slog.New(teeHandler{slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}), servicetest.Logger(t).Handler()})
+	log, lb := servicetest.CaptureLogger(t)
 	opts := Options{Config: testConfig(t, url, keys), Log: log}
 	if len(builtins) > 0 {
 		opts.Builtins = builtins

@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,48 +19,9 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// logBuffer is a logger that also keeps its lines for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func testLogger(t *testing.T) (*slog.Logger, *logBuffer) {
+func startPool(t *testing.T, opts Options, dirs ...string) (*Pool, *Discovery, *servicetest.LogBuffer) {
 	t.Helper()
-	lb := &logBuffer{}
-	tl := servicetest.Logger(t)
-	return slog.New(teeHandler{slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}), tl.Handler()}), lb
-}
-
-type teeHandler struct{ a, b slog.Handler }
-
-func (h teeHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h teeHandler) Handle(ctx context.Context, r slog.Record) error {
-	_ = h.a.Handle(ctx, r.Clone())
-	return h.b.Handle(ctx, r)
-}
-func (h teeHandler) WithAttrs(a []slog.Attr) slog.Handler {
-	return teeHandler{h.a.WithAttrs(a), h.b.WithAttrs(a)}
-}
-func (h teeHandler) WithGroup(n string) slog.Handler {
-	return teeHandler{h.a.WithGroup(n), h.b.WithGroup(n)}
-}
-
-func startPool(t *testing.T, opts Options, dirs ...string) (*Pool, *Discovery, *logBuffer) {
-	t.Helper()
-	log, lb := testLogger(t)
+	log, lb := servicetest.CaptureLogger(t)
 	for _, d := range dirs {
 		abs, err := filepath.Abs(d)
 		if err != nil {
