@@ -43,36 +43,42 @@ def _str(value, what):
     return value
 
 
-class Image(object):
+class _Media(object):
+    """A binary content block; subclasses name the MCP type and default MIME type."""
+
+    __slots__ = ("data", "mime_type")
+    _type = ""
+    _default_mime = ""
+
+    def __init__(self, data, mime_type=None):
+        name = type(self).__name__
+        self.data = _b64(data, name)
+        self.mime_type = _str(self._default_mime if mime_type is None else mime_type, name + " mime_type")
+
+    def _mcp_block(self):
+        return {"type": self._type, "data": self.data, "mimeType": self.mime_type}
+
+
+class Image(_Media):
     """An image content block: Image(data, mime_type="image/png").
 
     data is the raw image as bytes, or a str already base64-encoded.
     """
 
-    __slots__ = ("data", "mime_type")
-
-    def __init__(self, data, mime_type="image/png"):
-        self.data = _b64(data, "Image")
-        self.mime_type = _str(mime_type, "Image mime_type")
-
-    def _mcp_block(self):
-        return {"type": "image", "data": self.data, "mimeType": self.mime_type}
+    __slots__ = ()
+    _type = "image"
+    _default_mime = "image/png"
 
 
-class Audio(object):
+class Audio(_Media):
     """An audio content block: Audio(data, mime_type="audio/wav").
 
     data is the raw audio as bytes, or a str already base64-encoded.
     """
 
-    __slots__ = ("data", "mime_type")
-
-    def __init__(self, data, mime_type="audio/wav"):
-        self.data = _b64(data, "Audio")
-        self.mime_type = _str(mime_type, "Audio mime_type")
-
-    def _mcp_block(self):
-        return {"type": "audio", "data": self.data, "mimeType": self.mime_type}
+    __slots__ = ()
+    _type = "audio"
+    _default_mime = "audio/wav"
 
 
 class EmbeddedResource(object):
