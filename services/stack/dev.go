@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"net"
@@ -158,11 +159,9 @@ func devSecret(path string) (string, error) {
 }
 
 func shortHash(s string) string {
-	sum := 0
-	for _, c := range s {
-		sum = sum*31 + int(c)
-	}
-	return fmt.Sprintf("%08x", uint32(sum))
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(s))
+	return fmt.Sprintf("%08x", h.Sum32())
 }
 
 func printBanner(w io.Writer, cfg *conf.Config, key string) {

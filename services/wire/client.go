@@ -92,7 +92,7 @@ func (c *Client) call(ctx context.Context, subject string, req, resp any) error 
 	if err != nil {
 		return fail(span, fromTransport(subject, err))
 	}
-	if werr := ErrorFromMsg(reply); werr != nil {
+	if werr := errorFromMsg(reply); werr != nil {
 		return fail(span, werr)
 	}
 	if resp != nil && len(reply.Data) > 0 {
@@ -137,9 +137,9 @@ func (c *Client) Publish(ctx context.Context, subject string, v any) error {
 	return nil
 }
 
-// ErrorFromMsg returns the *Error carried by an error reply, or nil when msg
+// errorFromMsg returns the *Error carried by an error reply, or nil when msg
 // is a successful reply.
-func ErrorFromMsg(msg *nats.Msg) *Error {
+func errorFromMsg(msg *nats.Msg) *Error {
 	if msg.Header == nil {
 		return nil
 	}
@@ -154,12 +154,6 @@ func ErrorFromMsg(msg *nats.Msg) *Error {
 		return &Error{Code: Internal, Message: msg.Header.Get("Nats-Service-Error")}
 	}
 	return &e
-}
-
-// ExtractContext returns ctx enriched with the request id and trace context
-// carried by h. It is used by subscribers of events.
-func (c *Client) ExtractContext(ctx context.Context, h nats.Header) context.Context {
-	return extract(ctx, c.prop, h)
 }
 
 func extract(ctx context.Context, prop propagation.TextMapPropagator, h nats.Header) context.Context {
