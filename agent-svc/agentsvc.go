@@ -89,7 +89,7 @@ func (s *Service) Start(ctx context.Context) error {
 		s.log.Info("using the scripted model provider", "base_url", srv.OpenAIBaseURL())
 	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Deep and Base agent loops and LLM providers",
-		NATSURL: cfg.NATSURL, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
+		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
 	if err != nil {
 		s.closeScripted()
 		return err

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // callResult is tools/call's result: the registry's CallToolResult, plus
@@ -105,7 +106,7 @@ func (m *mcpServer) call(ctx context.Context, q *request, msg *rpcMessage, progr
 	}
 	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: callID(q, msg.ID), Meta: p.Meta}
 	if progress != nil {
-		req.ProgressSubject = nats.NewInbox()
+		req.ProgressSubject = wire.NewStream()
 		stop, err := m.relayProgress(req.ProgressSubject, progress)
 		if err != nil {
 			m.Log.WarnContext(ctx, "progress subscription failed", "err", err)

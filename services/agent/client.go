@@ -28,7 +28,7 @@ const missedHeartbeats = 3
 func (c *Client) Run(ctx context.Context, req *StartRequest, onEvent func(Event)) (*StartResponse, error) {
 	nc := c.c.Conn()
 	r := *req
-	r.Inbox = nc.NewRespInbox()
+	r.Inbox = wire.NewStream()
 	// A synchronous subscription queues events (up to generous limits)
 	// while the caller writes to a slow HTTP client, instead of dropping.
 	sub, err := nc.SubscribeSync(r.Inbox)

@@ -17,10 +17,11 @@ type Config struct {
 	SecretKey    string `key:"SECRET_KEY" default:"" secret:"true"`
 
 	// Connections.
-	NATSURL     string `key:"NATS_URL" default:"nats://127.0.0.1:4222" url:"true"`
-	NATSListen  string `key:"NATS_LISTEN" default:"" addr:"true"`
-	DatabaseURL string `key:"DATABASE_URL" default:"" url:"true" secret:"true"`
-	DevDir      string `key:"DEV_DIR" default:".mirobody"`
+	NATSURL      string `key:"NATS_URL" default:"nats://127.0.0.1:4222" url:"true"`
+	NATSListen   string `key:"NATS_LISTEN" default:"" addr:"true"`
+	NATSCredsDir string `key:"NATS_CREDS_DIR" default:""`
+	DatabaseURL  string `key:"DATABASE_URL" default:"" url:"true" secret:"true"`
+	DevDir       string `key:"DEV_DIR" default:".mirobody"`
 
 	// gateway.
 	HTTPAddr        string   `key:"HTTP_ADDR" default:"127.0.0.1:18080" addr:"true"`

@@ -21,19 +21,26 @@ type ConnectOptions struct {
 	URL string
 	// Name identifies the connection in the server's monitoring.
 	Name string
-	// Log receives disconnect and reconnect lines.
+	// SeedFile is the NKey seed the connection authenticates with; empty
+	// means none (a server without authorization).
+	SeedFile string
+	// InboxPrefix replaces _INBOX for the connection's reply inboxes; it is
+	// InboxPrefix(identity), the only inboxes the identity may read.
+	InboxPrefix string
+	// Log receives disconnect, reconnect and permission lines.
 	Log *slog.Logger
 }
 
 // Connect opens a connection that reconnects forever, so that a restarted
-// broker is picked up again without restarting the service.
+// broker is picked up again without restarting the service. A server that
+// is not up yet is waited for; a server that refuses the credentials is an
+// error at once, naming the connection and its seed file.
 func Connect(opts ConnectOptions) (*nats.Conn, error) {
 	log := opts.Log
-	nc, err := nats.Connect(opts.URL,
+	nopts := []nats.Option{
 		nats.Name(opts.Name),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
-		nats.RetryOnFailedConnect(true),
+		nats.ReconnectWait(250 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("nats disconnected", "conn", opts.Name, "err", err)
@@ -42,7 +49,42 @@ func Connect(opts ConnectOptions) (*nats.Conn, error) {
 		nats.ReconnectHandler(func(c *nats.Conn) {
 			log.Info("nats reconnected", "conn", opts.Name, "url", c.ConnectedUrlRedacted())
 		}),
-	)
+		// Permission violations arrive here, not as the publish's error.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			log.Error("nats error", "conn", opts.Name, "subject", subject, "err", err)
+		}),
+		nats.ClosedHandler(func(c *nats.Conn) {
+			if err := c.LastError(); err != nil {
+				log.Error("nats connection closed", "conn", opts.Name, "err", err)
+			}
+		}),
+	}
+	creds := "no credentials"
+	if opts.SeedFile != "" {
+		nk, err := nats.NkeyOptionFromSeed(opts.SeedFile)
+		if err != nil {
+			return nil, fmt.Errorf("loading the NATS seed of %s from %s: %w", opts.Name, opts.SeedFile, err)
+		}
+		nopts = append(nopts, nk)
+		creds = "seed " + opts.SeedFile
+	}
+	if opts.InboxPrefix != "" {
+		nopts = append(nopts, nats.CustomInboxPrefix(opts.InboxPrefix))
+	}
+	nc, err := nats.Connect(opts.URL, nopts...)
+	switch {
+	case err == nil:
+		return nc, nil
+	case errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked):
+		return nil, fmt.Errorf("NATS at %s refused %s (%s): %w", opts.URL, opts.Name, creds, err)
+	}
+	// Not reachable yet: keep trying in the background, as a broker that
+	// starts after the service is normal (compose, Kubernetes).
+	nc, err = nats.Connect(opts.URL, append(nopts, nats.RetryOnFailedConnect(true))...)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to NATS at %s: %w", opts.URL, err)
 	}
@@ -67,6 +109,9 @@ type ServerOptions struct {
 	JetStream bool
 	// StoreDir is where JetStream keeps its data.
 	StoreDir string
+	// Users, when set, are the only clients admitted, each with its
+	// permissions (see ServerUsers); nil admits anyone.
+	Users []*server.NkeyUser
 	// Log receives the server's own notices and errors.
 	Log *slog.Logger
 }
@@ -106,6 +151,7 @@ func (s *Server) Start(context.Context) error {
 		Port:       port,
 		JetStream:  s.opts.JetStream,
 		StoreDir:   s.opts.StoreDir,
+		Nkeys:      s.opts.Users,
 		NoSigs:     true,
 		NoLog:      s.opts.Log == nil,
 	})

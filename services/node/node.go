@@ -29,6 +29,9 @@ type Options struct {
 	Description string
 	// NATSURL is the broker to connect to.
 	NATSURL string
+	// CredsDir is NATS_CREDS_DIR: the service authenticates with the seed
+	// named after it there (natsx.SeedFile). Empty means no credentials.
+	CredsDir string
 	// OTLPEndpoint exports traces when set.
 	OTLPEndpoint string
 	// Log is the service's logger. Required.
@@ -59,7 +62,12 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 			return nil, err
 		}
 	}
-	nc, err := natsx.Connect(natsx.ConnectOptions{URL: opts.NATSURL, Name: opts.Name, Log: opts.Log})
+	seed := ""
+	if opts.CredsDir != "" {
+		seed = natsx.SeedFile(opts.CredsDir, opts.Name)
+	}
+	nc, err := natsx.Connect(natsx.ConnectOptions{URL: opts.NATSURL, Name: opts.Name, SeedFile: seed,
+		InboxPrefix: natsx.InboxPrefix(opts.Name), Log: opts.Log})
 	if err != nil {
 		_ = tp.Shutdown(ctx)
 		return nil, err

@@ -60,6 +60,60 @@ func NATS(t testing.TB) string {
 	return s.ClientURL()
 }
 
+// SecureServer is an embedded NATS server that admits only the identities
+// of natsx.Grants, each with its permissions, as dev and deploy/ do.
+type SecureServer struct {
+	// URL is the client URL.
+	URL string
+	// CredsDir holds every identity's seed (NATS_CREDS_DIR).
+	CredsDir string
+}
+
+// SecureNATS starts a secured embedded NATS server on a free port for the
+// test, with a fresh seed per identity.
+func SecureNATS(t testing.TB) *SecureServer {
+	t.Helper()
+	dir := t.TempDir()
+	keys, err := natsx.EnsureSeeds(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := natsx.ServerUsers(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := natsx.NewServer(natsx.ServerOptions{JetStream: true, StoreDir: t.TempDir(), Users: users})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatalf("starting embedded NATS: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	return &SecureServer{URL: s.ClientURL(), CredsDir: dir}
+}
+
+// Conn connects as identity, with its seed and inbox prefix, and closes the
+// connection at cleanup. Extra options come last (an error handler, say).
+func (s *SecureServer) Conn(t testing.TB, identity string, extra ...nats.Option) *nats.Conn {
+	t.Helper()
+	nk, err := nats.NkeyOptionFromSeed(natsx.SeedFile(s.CredsDir, identity))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := append([]nats.Option{nk, nats.CustomInboxPrefix(natsx.InboxPrefix(identity)),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, extra...)
+	nc, err := nats.Connect(s.URL, opts...)
+	if err != nil {
+		t.Fatalf("connecting to NATS as %s: %v", identity, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// Client returns a wire client connected as identity.
+func (s *SecureServer) Client(t testing.TB, identity string) *wire.Client {
+	t.Helper()
+	return wire.NewClient(wire.ClientOptions{Conn: s.Conn(t, identity)})
+}
+
 // Conn connects to url and closes the connection at cleanup.
 func Conn(t testing.TB, url string) *nats.Conn {
 	t.Helper()
