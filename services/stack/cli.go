@@ -3,17 +3,23 @@ package stack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 
 	"github.com/mirobody/mirobody-go/services/boot"
 	"github.com/mirobody/mirobody-go/services/buildinfo"
+	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/natsx"
 	"github.com/mirobody/mirobody-go/services/vfs"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -32,6 +38,7 @@ Usage:
   mirobody data import --health FILE|--genetic FILE [--account ID|EMAIL] [--partial]
   mirobody data delete --kind health|genetic [--account ID|EMAIL]
   mirobody chat [--key KEY] [--session ID] "question"
+  mirobody nats-creds [--dir DIR] [--output table|compose|users|server-config]
   mirobody version
 
 Every command takes --config FILE (default: $MIROBODY_CONFIG or ./config.yaml).
@@ -63,6 +70,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runData(ctx, rest, stdout, stderr)
 	case "chat":
 		err = runChat(ctx, rest, stdout, stderr)
+	case "nats-creds":
+		err = runNATSCreds(rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "mirobody: unknown command %q\n\n%s", cmd, Usage)
 		return 2
@@ -111,11 +120,33 @@ func adminClient(path string, stderr io.Writer) (*wire.Client, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := natsx.Connect(natsx.ConnectOptions{URL: env.Config.NATSURL, Name: "mirobody-cli", Log: env.Log})
+	nc, err := cliConn(env.Config, "mirobody-cli", env.Log)
 	if err != nil {
 		return nil, nil, err
 	}
 	return wire.NewClient(wire.ClientOptions{Conn: nc, DefaultTimeout: 10 * time.Second}), nc.Close, nil
+}
+
+// cliConn connects as the cli identity: its seed in NATS_CREDS_DIR, else
+// the one `mirobody dev` keeps under DEV_DIR, else no credentials.
+func cliConn(cfg *conf.Config, name string, log *slog.Logger) (*nats.Conn, error) {
+	seed := ""
+	if cfg.NATSCredsDir != "" {
+		seed = natsx.SeedFile(cfg.NATSCredsDir, natsx.IdentityCLI)
+	} else if dev := natsx.SeedFile(filepath.Join(cfg.DevDir, devCredsDir), natsx.IdentityCLI); fileExists(dev) {
+		seed = dev
+	}
+	nc, err := natsx.Connect(natsx.ConnectOptions{URL: cfg.NATSURL, Name: name, SeedFile: seed,
+		InboxPrefix: natsx.InboxPrefix(natsx.IdentityCLI), Log: log})
+	if err != nil && seed == "" && errors.Is(err, nats.ErrAuthorization) {
+		return nil, fmt.Errorf("%w; set NATS_CREDS_DIR to a folder holding %s.nk", err, natsx.IdentityCLI)
+	}
+	return nc, err
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // findAccount resolves an account given by id or by email.

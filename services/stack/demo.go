@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/mirobody/mirobody-go/services/conf"
-	"github.com/mirobody/mirobody-go/services/natsx"
 	"github.com/mirobody/mirobody-go/services/vfs"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -20,7 +19,7 @@ const DemoEmail = "demo@mirobody.local"
 // account and the key when needed. The key is kept in keyFile (mode 0600)
 // so every dev run can print it; outside dev, keys are shown only once.
 func ensureDemo(ctx context.Context, cfg *conf.Config, log *slog.Logger, keyFile string) (string, error) {
-	nc, err := natsx.Connect(natsx.ConnectOptions{URL: cfg.NATSURL, Name: "mirobody-dev", Log: log})
+	nc, err := cliConn(cfg, "mirobody-dev", log)
 	if err != nil {
 		return "", err
 	}

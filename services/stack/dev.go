@@ -25,6 +25,9 @@ import (
 	"github.com/mirobody/mirobody-go/services/svc"
 )
 
+// devCredsDir is the folder under DEV_DIR with dev's NATS seeds.
+const devCredsDir = "nats-creds"
+
 // DevOptions configures Dev.
 type DevOptions struct {
 	Config *conf.Config
@@ -63,7 +66,20 @@ func Dev(opts DevOptions) ([]svc.Service, error) {
 		}
 		listen = u.Host
 	}
-	ns := natsx.NewServer(natsx.ServerOptions{Listen: listen, JetStream: true, StoreDir: filepath.Join(dir, "nats"), Log: log})
+	// Every in-process service and the commands get their own identity;
+	// the seeds stay between runs, so `mirobody keys` keeps working.
+	if cfg.NATSCredsDir == "" {
+		cfg.NATSCredsDir = filepath.Join(dir, devCredsDir)
+	}
+	keys, err := natsx.EnsureSeeds(cfg.NATSCredsDir)
+	if err != nil {
+		return nil, err
+	}
+	users, err := natsx.ServerUsers(keys)
+	if err != nil {
+		return nil, err
+	}
+	ns := natsx.NewServer(natsx.ServerOptions{Listen: listen, JetStream: true, StoreDir: filepath.Join(dir, "nats"), Users: users, Log: log})
 	services := []svc.Service{ns, &Func{Label: "nats-url", StartFn: func() error {
 		cfg.NATSURL = ns.ClientURL()
 		return nil
