@@ -6,12 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/natsx"
 )
 
 // repoRoot is where docker-compose.yml and deploy/ live.
@@ -23,7 +25,13 @@ type composeFile struct {
 		Command []string          `yaml:"command"`
 		Env     map[string]string `yaml:"environment"`
 		Volumes []string          `yaml:"volumes"`
-		Build   *struct {
+		Ports   []string          `yaml:"ports"`
+		Secrets []struct {
+			Source string `yaml:"source"`
+			Target string `yaml:"target"`
+			UID    string `yaml:"uid"`
+		} `yaml:"secrets"`
+		Build *struct {
 			Context    string            `yaml:"context"`
 			Dockerfile string            `yaml:"dockerfile"`
 			Args       map[string]string `yaml:"args"`
@@ -33,7 +41,13 @@ type composeFile struct {
 		} `yaml:"deploy"`
 		Profiles []string `yaml:"profiles"`
 	} `yaml:"services"`
+	Secrets map[string]struct {
+		Environment string `yaml:"environment"`
+	} `yaml:"secrets"`
 }
+
+// identityOf is the NATS identity a deploy target runs as.
+func identityOf(target string) string { return strings.TrimSuffix(target, "-svc") }
 
 // binaryDir maps a Dockerfile SERVICE argument to the main package it builds.
 func binaryDir(service string) string {
@@ -115,6 +129,41 @@ func TestComposeFile(t *testing.T) {
 	if err != nil || !bytes.Contains(natsConf, []byte("jetstream")) || !bytes.Contains(natsConf, []byte("http_port")) {
 		t.Errorf("deploy/nats/nats.conf must enable JetStream and monitoring (err %v)", err)
 	}
+
+	// NATS: authenticated, not on the host, one seed per service.
+	for name, s := range cf.Services {
+		for _, p := range s.Ports {
+			if strings.HasSuffix(p, ":4222") || strings.HasSuffix(p, ":8222") || p == "4222" || p == "8222" {
+				t.Errorf("%s publishes NATS port %s on the host", name, p)
+			}
+		}
+	}
+	nats := cf.Services["nats"]
+	if !slices.Contains(nats.Volumes, "./deploy/nats/auth.conf:/etc/nats/auth.conf:ro") {
+		t.Errorf("nats does not mount deploy/nats/auth.conf next to nats.conf: %v", nats.Volumes)
+	}
+	for _, id := range natsx.IdentityNames() {
+		if !strings.Contains(nats.Env[natsx.UserKeyEnv(id)], "${"+natsx.UserKeyEnv(id)+":?") {
+			t.Errorf("nats does not require %s from .env: %q", natsx.UserKeyEnv(id), nats.Env[natsx.UserKeyEnv(id)])
+		}
+	}
+	seedOf := map[string]string{"cli": natsx.IdentityCLI}
+	for _, name := range Targets {
+		seedOf[name] = identityOf(name)
+	}
+	for name, id := range seedOf {
+		s := cf.Services[name]
+		if len(s.Secrets) != 1 || s.Secrets[0].Target != id+".nk" || s.Secrets[0].UID != "10001" ||
+			cf.Secrets[s.Secrets[0].Source].Environment != natsx.SeedEnv(id) {
+			t.Errorf("%s: secrets %+v, want only %s.nk from %s, owned by 10001", name, s.Secrets, id, natsx.SeedEnv(id))
+		}
+		if s.Env["NATS_CREDS_DIR"] != "/run/secrets" {
+			t.Errorf("%s: NATS_CREDS_DIR = %q, want /run/secrets", name, s.Env["NATS_CREDS_DIR"])
+		}
+	}
+	if cli := cf.Services["cli"]; cli.Build == nil || cli.Build.Args["SERVICE"] != "mirobody" || len(cli.Profiles) == 0 {
+		t.Errorf("the cli service must build the mirobody binary behind a profile: %+v", cli)
+	}
 }
 
 // The Kubernetes ConfigMap and Secret hold only config keys, and agent-svc
@@ -125,6 +174,9 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Fatal("no manifests")
 	}
 	kinds := map[string]bool{}
+	credsDir := ""
+	deployments := map[string][]k8sVolume{}
+	var natsSet k8sPod
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -137,6 +189,11 @@ func TestKubernetesManifests(t *testing.T) {
 				Metadata   struct{ Name string } `yaml:"metadata"`
 				Data       map[string]string     `yaml:"data"`
 				StringData map[string]string     `yaml:"stringData"`
+				Spec       struct {
+					Template struct {
+						Spec k8sPod `yaml:"spec"`
+					} `yaml:"template"`
+				} `yaml:"spec"`
 			}
 			if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
 				break
@@ -144,6 +201,22 @@ func TestKubernetesManifests(t *testing.T) {
 				t.Fatalf("%s: %v", f, err)
 			}
 			kinds[doc.Kind+"/"+doc.Metadata.Name] = true
+			switch {
+			case doc.Kind == "Deployment":
+				deployments[doc.Metadata.Name] = doc.Spec.Template.Spec.volumesMounted()
+			case doc.Kind == "StatefulSet" && doc.Metadata.Name == "nats":
+				natsSet = doc.Spec.Template.Spec
+			case doc.Kind == "ConfigMap" && doc.Metadata.Name == "mirobody-config":
+				credsDir = doc.Data["NATS_CREDS_DIR"]
+			case doc.Kind == "ConfigMap" && doc.Metadata.Name == "nats-config":
+				for _, name := range []string{"nats.conf", "auth.conf"} {
+					want, err := os.ReadFile(filepath.Join(repoRoot, "deploy/nats", name))
+					if err != nil || doc.Data[name] != string(want) {
+						t.Errorf("%s: nats-config %s differs from deploy/nats/%s (err %v)", f, name, name, err)
+					}
+				}
+				continue // its keys are file names
+			}
 			for k := range doc.Data {
 				if doc.Kind == "ConfigMap" && !conf.IsKey(k) {
 					t.Errorf("%s: ConfigMap key %s is not a config key", f, k)
@@ -156,9 +229,71 @@ func TestKubernetesManifests(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"Deployment/gateway", "Deployment/registry-svc", "Deployment/agent-svc", "Deployment/vfs-svc", "HorizontalPodAutoscaler/agent-svc"} {
+	for _, want := range []string{"Deployment/gateway", "Deployment/registry-svc", "Deployment/agent-svc", "Deployment/vfs-svc", "HorizontalPodAutoscaler/agent-svc", "ConfigMap/nats-config"} {
 		if !kinds[want] {
 			t.Errorf("no %s manifest", want)
 		}
 	}
+	// Each Deployment mounts its own seed and no other at NATS_CREDS_DIR.
+	if credsDir == "" {
+		t.Error("mirobody-config has no NATS_CREDS_DIR")
+	}
+	for _, name := range Targets {
+		var seeds []string
+		for _, v := range deployments[name] {
+			if v.Secret.SecretName == "mirobody-nats-creds" && v.MountPath == credsDir {
+				for _, it := range v.Secret.Items {
+					seeds = append(seeds, it.Key)
+				}
+			}
+		}
+		if want := identityOf(name) + ".nk"; len(seeds) != 1 || seeds[0] != want {
+			t.Errorf("%s mounts NATS seeds %v at %q, want only %s", name, seeds, credsDir, want)
+		}
+	}
+	if len(natsSet.Containers) != 1 || !slices.Contains(natsSet.Containers[0].Args, "/etc/nats/nats.conf") ||
+		len(natsSet.Containers[0].EnvFrom) != 1 || natsSet.Containers[0].EnvFrom[0].ConfigMapRef.Name != "mirobody-nats-users" {
+		t.Errorf("the nats StatefulSet must run nats-config's nats.conf with the public keys of mirobody-nats-users: %+v", natsSet)
+	}
+}
+
+// k8sPod is the part of a pod spec the manifest test reads.
+type k8sPod struct {
+	Containers []struct {
+		Args    []string `yaml:"args"`
+		EnvFrom []struct {
+			ConfigMapRef struct{ Name string } `yaml:"configMapRef"`
+		} `yaml:"envFrom"`
+		VolumeMounts []struct {
+			Name      string `yaml:"name"`
+			MountPath string `yaml:"mountPath"`
+		} `yaml:"volumeMounts"`
+	} `yaml:"containers"`
+	Volumes []k8sVolume `yaml:"volumes"`
+}
+
+// k8sVolume is a pod volume and where the containers mount it.
+type k8sVolume struct {
+	Name   string `yaml:"name"`
+	Secret struct {
+		SecretName string                 `yaml:"secretName"`
+		Items      []struct{ Key string } `yaml:"items"`
+	} `yaml:"secret"`
+	MountPath string `yaml:"-"`
+}
+
+// volumesMounted returns the pod's volumes, each with its mount path.
+func (p k8sPod) volumesMounted() []k8sVolume {
+	var out []k8sVolume
+	for _, v := range p.Volumes {
+		for _, c := range p.Containers {
+			for _, m := range c.VolumeMounts {
+				if m.Name == v.Name {
+					v.MountPath = m.MountPath
+					out = append(out, v)
+				}
+			}
+		}
+	}
+	return out
 }
