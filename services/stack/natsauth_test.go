@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -177,5 +178,42 @@ func TestServiceWithoutValidSeedFailsStart(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), seed) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("vfs-svc with seeds in %s: err %v, want one line naming %s", dir, err, seed)
 		}
+	}
+}
+
+// `mirobody nats-creds` keeps its seeds between runs, shows secrets only
+// in the compose output, and prints the server config of the table.
+func TestNATSCredsCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "creds")
+	nc := func(args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := Main(context.Background(), append([]string{"nats-creds", "--dir", dir}, args...), &out, &errOut); code != 0 {
+			t.Fatalf("mirobody nats-creds %v = %d: %s", args, code, errOut.String())
+		}
+		return out.String()
+	}
+	table := nc()
+	compose := nc("--output", "compose")
+	users := nc("--output", "users")
+	if got := nc("--output", "server-config"); got != natsx.ServerConfig() {
+		t.Errorf("server-config output is not natsx.ServerConfig()")
+	}
+	for _, id := range natsx.IdentityNames() {
+		seed, err := natsx.Seed(natsx.SeedFile(dir, id))
+		must(t, err)
+		pub, err := natsx.PublicKey(natsx.SeedFile(dir, id))
+		must(t, err)
+		userLine := natsx.UserKeyEnv(id) + "=" + pub + "\n"
+		if !strings.Contains(table, pub) || strings.Contains(table, seed) || strings.Contains(users, seed) {
+			t.Errorf("%s: the table or users output shows the seed, or lacks the public key", id)
+		}
+		if !strings.Contains(users, userLine) || !strings.Contains(compose, userLine) || !strings.Contains(compose, natsx.SeedEnv(id)+"="+seed+"\n") {
+			t.Errorf("%s: users or compose output lacks its lines:\n%s", id, compose)
+		}
+	}
+	var errOut bytes.Buffer
+	if code := Main(context.Background(), []string{"nats-creds", "--dir", dir, "--output", "yaml"}, io.Discard, &errOut); code == 0 {
+		t.Error("an unknown --output was accepted")
 	}
 }
