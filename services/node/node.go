@@ -23,7 +23,8 @@ import (
 
 // Options configures Start.
 type Options struct {
-	// Name is the micro service name (vfs, registry, agent, gateway).
+	// Name is the micro service name (vfs, registry, agent, gateway); it
+	// is also the service's NATS identity (natsx.Grants).
 	Name string
 	// Description is shown by `nats micro info`.
 	Description string

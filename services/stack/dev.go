@@ -195,7 +195,7 @@ Mirobody-Go dev stack is ready.
   MCP endpoint   %[1]s/mcp
   Chat API       %[1]s/api/chat
   Health         http://%[2]s/readyz   metrics: http://%[2]s/metrics
-  NATS           %[3]s
+  NATS           %[3]s   (identities in %[6]s)
   Demo account   %[4]s
   Demo API key   %[5]s
 
@@ -206,5 +206,5 @@ Mirobody-Go dev stack is ready.
     {"mcpServers": {"mirobody": {"type": "http", "url": "%[1]s/mcp", "headers": {"Authorization": "Bearer %[5]s"}}}}
 
 Press Ctrl-C to stop.
-`, base, net.JoinHostPort(host, port), cfg.NATSURL, DemoEmail, key)
+`, base, net.JoinHostPort(host, port), cfg.NATSURL, DemoEmail, key, cfg.NATSCredsDir)
 }
