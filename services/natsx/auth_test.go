@@ -1,6 +1,7 @@
 package natsx_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/natsx"
 	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // An unauthenticated client and a key outside the table are refused, and
@@ -145,21 +147,26 @@ func TestIdentityPermissions(t *testing.T) {
 	}
 }
 
-// Replies travel through allow_responses: vfs answers the gateway, every
-// service answers the cli's $SRV discovery (nats micro ls).
+// Replies travel through allow_responses: a real micro service as vfs
+// answers the gateway and the cli, and the cli's $SRV discovery (what
+// `nats micro ls` sends) reaches it.
 func TestIdentityReplies(t *testing.T) {
 	s := servicetest.SecureNATS(t)
 	vfs := s.Conn(t, "vfs")
-	for _, subj := range []string{"vfs.keys.verify", "$SRV.PING.vfs"} {
-		if _, err := vfs.Subscribe(subj, func(m *nats.Msg) { _ = m.Respond([]byte("pong")) }); err != nil {
-			t.Fatal(err)
+	ws, err := wire.NewService(vfs, wire.ServiceOptions{Name: "vfs", Version: "1.0.0", Log: servicetest.Logger(t)})
+	must(t, err)
+	t.Cleanup(func() { _ = ws.Stop(context.Background()) })
+	for _, id := range []string{"gateway", "cli"} {
+		got, err := wire.Call[wire.Empty, wire.PingResponse](context.Background(), s.Client(t, id), "vfs.sys.ping", &wire.Empty{})
+		if err != nil || got.Service != "vfs" {
+			t.Errorf("%s pinging vfs: %+v %v", id, got, err)
 		}
 	}
-	must(t, vfs.Flush())
-	for _, tt := range []struct{ id, subject string }{{"gateway", "vfs.keys.verify"}, {"cli", "vfs.keys.verify"}, {"cli", "$SRV.PING.vfs"}} {
-		m, err := s.Conn(t, tt.id).Request(tt.subject, nil, 5*time.Second)
-		if err != nil || string(m.Data) != "pong" {
-			t.Errorf("%s asking %s: %v %v", tt.id, tt.subject, m, err)
+	cli := s.Conn(t, "cli")
+	for _, subj := range []string{"$SRV.PING", "$SRV.INFO.vfs"} {
+		m, err := cli.Request(subj, nil, 5*time.Second)
+		if err != nil || !strings.Contains(string(m.Data), `"name":"vfs"`) {
+			t.Errorf("cli asking %s: %v %v", subj, m, err)
 		}
 	}
 }
