@@ -74,11 +74,7 @@ func (s *Service) createAPIKey(c echo.Context) error {
 	if err := json.NewDecoder(c.Request().Body).Decode(&body); err != nil {
 		return wire.Errorf(wire.InvalidArgument, `the body must be a JSON object like {"name":"laptop","scopes":["mcp"]}`)
 	}
-	scopes := slices.Clone(body.Scopes)
-	if len(scopes) == 0 {
-		scopes = slices.Clone(p.Scopes)
-	}
-	for _, sc := range scopes {
+	for _, sc := range body.Scopes {
 		if !slices.Contains(keyScopes, sc) {
 			return wire.Errorf(wire.InvalidArgument, "unknown scope %q: want mcp or api", sc)
 		}
@@ -86,8 +82,14 @@ func (s *Service) createAPIKey(c echo.Context) error {
 			return wire.Errorf(wire.PermissionDenied, "scope %q is not held by the key making the request", sc)
 		}
 	}
-	slices.Sort(scopes)
-	scopes = slices.Compact(scopes)
+	requested := body.Scopes
+	if len(requested) == 0 {
+		requested = p.Scopes
+	}
+	// In keyScopes' order, without duplicates, and only those the caller holds.
+	scopes := slices.DeleteFunc(slices.Clone(keyScopes), func(sc string) bool {
+		return !slices.Contains(requested, sc) || !slices.Contains(p.Scopes, sc)
+	})
 	resp, err := s.accounts.CreateKey(c.Request().Context(), &vfs.KeyCreateRequest{AccountID: p.AccountID, Name: body.Name, Scopes: scopes})
 	if err != nil {
 		return err

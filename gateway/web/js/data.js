@@ -1,7 +1,7 @@
 // The data view: health CSV and genetic raw-file uploads with progress.
 
 import { upload } from "./api.js";
-import { $, h, clear } from "./dom.js";
+import { $, h, clear, append } from "./dom.js";
 
 const KINDS = {
   health: { path: "/api/data/health", type: (f) => (/\.json$/i.test(f.name) ? "application/json" : "text/csv") },
@@ -22,13 +22,13 @@ function showResult(box, status, body) {
   if (status === 200 && body) {
     box.classList.add("ok");
     box.append(h("p", {}, `Imported ${body.valid} valid rows: ${body.inserted} new, ${body.written - body.inserted} updated.`));
-    if (body.error_count) box.append(h("p", {}, `${body.error_count} invalid lines were skipped:`), ...lineErrors(body.errors, body.error_count));
+    if (body.error_count) append(box, h("p", {}, `${body.error_count} invalid lines were skipped:`), lineErrors(body.errors, body.error_count));
     return;
   }
   box.classList.add("failed");
   if (status === 422 && body) {
-    box.append(h("p", {}, `Nothing was imported: ${body.error_count} invalid line${body.error_count === 1 ? "" : "s"}. Fix them, or tick “keep the valid rows”.`),
-      ...lineErrors(body.errors, body.error_count));
+    append(box, h("p", {}, `Nothing was imported: ${body.error_count} invalid line${body.error_count === 1 ? "" : "s"}. Fix ${body.error_count === 1 ? "it" : "them"}, or tick “keep the valid rows”.`),
+      lineErrors(body.errors, body.error_count));
     return;
   }
   box.append(h("p", {}, body?.message || `The upload failed (HTTP ${status}).`));

@@ -150,7 +150,7 @@ export class Turn {
     clear(this.todos);
     for (const it of items) {
       const st = it.status || "pending";
-      this.todos.append(h("li", { class: `todo ${st}` }, h("span", { class: "todo-mark" }, TODO_MARK[st] || "○"), " ", it.content || ""));
+      this.todos.append(h("li", { class: `todo ${st}` }, h("span", { class: "todo-mark" }, TODO_MARK[st] || "○"), it.content || ""));
     }
   }
 
