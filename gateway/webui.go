@@ -3,6 +3,7 @@ package gateway
 import (
 	"embed"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 )
@@ -23,11 +24,18 @@ const webCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src
 // webRoutes serves the web app under /app/ (with / redirecting there) and
 // the API key endpoints the app manages keys with.
 func (s *Service) webRoutes(e *echo.Echo, api *echo.Group) {
-	files := http.StripPrefix("/app/", http.FileServerFS(echo.MustSubFS(webFiles, "web")))
+	files := echo.WrapHandler(http.StripPrefix("/app/", http.FileServerFS(echo.MustSubFS(webFiles, "web"))))
 	toApp := func(c echo.Context) error { return c.Redirect(http.StatusFound, "/app/") }
 	e.GET("/", toApp, webHeaders)
 	e.GET("/app", toApp, webHeaders)
-	e.GET("/app/*", echo.WrapHandler(files), webHeaders)
+	e.GET("/app/*", func(c echo.Context) error {
+		// Folders other than the app's root have no index page, and the
+		// file server would list them instead.
+		if p := c.Param("*"); p != "" && strings.HasSuffix(p, "/") {
+			return echo.ErrNotFound
+		}
+		return files(c)
+	}, webHeaders)
 	s.keyRoutes(api)
 }
 

@@ -29,6 +29,7 @@ func TestWebStatic(t *testing.T) {
 		{"/app/app.css", http.StatusOK, "", "text/css; charset=utf-8", ":root"},
 		{"/app/icon.svg", http.StatusOK, "", "image/svg+xml", "<svg"},
 		{"/app/nope.js", http.StatusNotFound, "", "", ""},
+		{"/app/js/", http.StatusNotFound, "", "", ""}, // no folder listing
 	}
 	for _, tc := range cases {
 		t.Run(tc.path, func(t *testing.T) {

@@ -1,12 +1,14 @@
 package stack
 
 import (
+	"errors"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,13 +82,29 @@ func checkScriptedTurn(t *testing.T, v turnView, question string) {
 
 // TestWebBrowser drives the web app in headless Chromium against the whole
 // stack with the scripted provider: sign in with a fresh account's key,
-// run a chat turn, reopen it from the session list, upload health data
+// run a chat turn (watching it stream), reopen it from the session list, upload health data
 // (good and bad) and a 23andMe file, create and revoke an API key, and delete the session.
 // Screenshots go to the test's artifact directory (go test -artifacts).
 func TestWebBrowser(t *testing.T) {
-	srv := scripted.New(scripted.Sequence())
+	// The scripted demo turn of `mirobody dev`, held before its answer
+	// until the test has seen the first steps on the page: proof that the
+	// page renders the stream as it comes, not at the end.
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	srv := scripted.New(func(r *scripted.Received) (scripted.Step, error) {
+		step, err := scripted.Demo(r)
+		if step.Reasoning != "" {
+			select {
+			case <-release:
+			case <-time.After(2 * time.Minute):
+				return step, errors.New("the test never released the answer")
+			}
+		}
+		return step, err
+	})
 	t.Cleanup(srv.Close)
-	st := startChatStack(t, srv, func(c *conf.Config) { c.Provider = "scripted" })
+	st := startChatStack(t, srv, func(c *conf.Config) { c.Provider = "oa" })
 	b := startBrowser(t)
 
 	// Sign in. A wrong key is refused with a message first.
@@ -116,6 +134,13 @@ func TestWebBrowser(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("composer-input"), question),
 		chromedp.Click(chromedp.ID("composer-send")),
 	)
+	b.waitFor("the first steps stream in", `(() => {
+	  const m = document.querySelector("#transcript .msg-assistant.streaming:not([data-finish])");
+	  return m !== null && m.querySelector(".text")?.textContent === "Let me plan this." &&
+	    m.querySelector('.tool-call[data-tool="js_eval"] .badge.ok') !== null && m.querySelectorAll(".todo").length === 3;
+	})()`)
+	b.screenshot("streaming.png")
+	once.Do(func() { close(release) })
 	b.waitFor("the turn ends", `document.querySelector('#transcript .msg-assistant[data-finish]') !== null`)
 	turn := eval[turnView](b, lastTurn)
 	checkScriptedTurn(t, turn, question)
