@@ -251,5 +251,17 @@ func TestWebBrowser(t *testing.T) {
 	if tok := eval[string](b, `sessionStorage.getItem("mirobody.token") || ""`); tok != "" {
 		t.Fatal("the key outlived signing out")
 	}
+
+	// Revoking the key one is signed in with signs out, with a note.
+	b.do("signing in again",
+		chromedp.SendKeys(chromedp.ID("login-key"), st.Key),
+		chromedp.Click(chromedp.ID("login-submit")),
+		chromedp.WaitVisible(chromedp.ID("composer-input")),
+		chromedp.Click(chromedp.CSS(`#nav a[data-view="keys"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#keys-table tr[data-id] button`)),
+	)
+	own := chromedp.CSS(`#keys-table tr[data-id] button`)
+	b.do("revoking the key in use", chromedp.Click(own), chromedp.Click(own), chromedp.WaitVisible(chromedp.ID("login-key")))
+	b.waitFor("the sign-in form says why", `document.getElementById("login-error").textContent.includes("You revoked the key")`)
 	b.noPageErrors()
 }

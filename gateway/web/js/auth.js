@@ -8,6 +8,7 @@
 // authorization code flow.
 
 const KEY = "mirobody.token";
+const NOTE = "mirobody.signed-out";
 
 /** auth holds the bearer token of the signed-in user. */
 export const auth = {
@@ -22,5 +23,21 @@ export const auth = {
   /** clear signs out. */
   clear() {
     sessionStorage.removeItem(KEY);
+  },
+  /**
+   * signOut forgets the token and reloads the app, which drops every
+   * view's state and any stream still open. note is shown on the sign-in
+   * form after the reload.
+   */
+  signOut(note = "") {
+    sessionStorage.removeItem(KEY);
+    if (note) sessionStorage.setItem(NOTE, note);
+    location.replace(new URL("/app/", location.href));
+  },
+  /** takeNote returns and forgets the note of the last signOut. */
+  takeNote() {
+    const note = sessionStorage.getItem(NOTE) || "";
+    sessionStorage.removeItem(NOTE);
+    return note;
   },
 };

@@ -1,6 +1,7 @@
 // The API keys view: list, create (the secret is shown once) and revoke.
 
 import { api } from "./api.js";
+import { auth } from "./auth.js";
 import { $, h, clear, when, confirmButton } from "./dom.js";
 
 async function load() {
@@ -20,7 +21,8 @@ function row(k) {
   const revoke = confirmButton(k.current ? "Revoke (signs you out)" : "Revoke", "Really revoke?", async () => {
     try {
       await api(`/api/keys/${encodeURIComponent(k.id)}`, { method: "DELETE" });
-      tr.remove();
+      if (k.current) auth.signOut("You revoked the key you were signed in with.");
+      else tr.remove();
     } catch (err) {
       $("keys-error").textContent = `Could not revoke ${k.name}: ${err.message}`;
     }

@@ -50,14 +50,6 @@ function loginError(err) {
   return `Could not sign in: ${err.message}`;
 }
 
-function signOut(message) {
-  auth.clear();
-  // A fresh page drops every view's state and any stream still open.
-  const url = new URL("/app/", location.href);
-  if (message) url.hash = "#signed-out";
-  location.replace(url);
-}
-
 $("login-form").addEventListener("submit", async (e) => {
   e.preventDefault();
   const token = $("login-key").value.trim();
@@ -71,7 +63,6 @@ $("login-form").addEventListener("submit", async (e) => {
     const me = await verify(token);
     auth.set(token);
     $("login-key").value = "";
-    if (location.hash === "#signed-out") history.replaceState(null, "", "#/chat");
     await enter(me);
   } catch (err) {
     $("login-error").textContent = loginError(err);
@@ -80,13 +71,13 @@ $("login-form").addEventListener("submit", async (e) => {
   }
 });
 
-$("logout").addEventListener("click", () => signOut(""));
-onUnauthorized(() => signOut("expired"));
+$("logout").addEventListener("click", () => auth.signOut());
+onUnauthorized(() => auth.signOut("You were signed out: the key is no longer accepted."));
 
 async function boot() {
   const token = auth.token();
   if (!token) {
-    showLogin(location.hash === "#signed-out" ? "You were signed out: the key is no longer accepted." : "");
+    showLogin(auth.takeNote());
     return;
   }
   try {
