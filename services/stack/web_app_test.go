@@ -150,7 +150,8 @@ func TestWebBrowser(t *testing.T) {
 	}
 	b.waitFor("the session is listed", `document.querySelectorAll("#session-list li").length === 1`)
 	b.do("showing the tool calls", chromedp.Click(chromedp.CSS(`.tool-call[data-tool="js_eval"] summary`)),
-		chromedp.Click(chromedp.CSS(`.reasoning summary`)))
+		chromedp.Click(chromedp.CSS(`.reasoning summary`)),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById("transcript").scrollTop = 1e9`))
 	b.screenshot("chat.png")
 
 	// The stored session replays through the same renderer.
