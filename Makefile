@@ -32,7 +32,7 @@ lint:
 build:
 	$(GO) build -o bin/ ./services/stack/cmd/mirobody ./gateway/cmd/gateway ./registry-svc/cmd/registry-svc ./agent-svc/cmd/agent-svc ./vfs-svc/cmd/vfs-svc
 
-## deps: the PostgreSQL server binaries and python3 (installed with apt-get when root)
+## deps: the PostgreSQL server binaries, python3 and chromium (installed with apt-get when root)
 deps:
 	@./deploy/scripts/ensure-deps.sh
 

@@ -139,5 +139,6 @@ func (s *Service) routes() *echo.Echo {
 	api.GET("/me", s.me)
 	s.dataRoutes(api)
 	s.chatRoutes(api)
+	s.webRoutes(e, api)
 	return e
 }

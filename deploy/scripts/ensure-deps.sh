@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the machine has what `make dev` and `make test` need beyond Go:
-# the PostgreSQL server binaries (initdb, postgres, with pg_trgm) and python3.
+# the PostgreSQL server binaries (initdb, postgres, with pg_trgm), python3, and
+# Chromium, which the web app's browser test (services/stack) drives headless.
 # As root it installs them with apt-get; otherwise it prints the command.
 set -euo pipefail
 
@@ -10,6 +11,9 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
 fi
 if [ ! -x /usr/bin/python3 ] && ! command -v python3 >/dev/null 2>&1; then
   missing+=(python3)
+fi
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  missing+=(chromium)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 

@@ -192,6 +192,7 @@ func printBanner(w io.Writer, cfg *conf.Config, key string) {
 	fmt.Fprintf(w, `
 Mirobody-Go dev stack is ready.
 
+  Web app        %[1]s/app/   (sign in with the demo API key)
   MCP endpoint   %[1]s/mcp
   Chat API       %[1]s/api/chat
   Health         http://%[2]s/readyz   metrics: http://%[2]s/metrics

@@ -1,0 +1,191 @@
+// The chat view: the session list, the transcript and the composer.
+
+import { api, request, ApiError } from "./api.js";
+import { $, h, clear, when, confirmButton } from "./dom.js";
+import { events } from "./sse.js";
+import { Turn, userMessage } from "./turn.js";
+
+const PAGE = 20;
+
+let sessionID = ""; // the open session, "" for a new chat
+let running = null; // the AbortController of the turn streaming now
+let cursor = "";
+
+function transcript() {
+  return $("transcript");
+}
+
+function scrollDown(force) {
+  const t = transcript();
+  if (force || t.scrollHeight - t.scrollTop - t.clientHeight < 120) t.scrollTop = t.scrollHeight;
+}
+
+function setBusy(busy) {
+  $("composer-send").disabled = busy;
+  $("composer-stop").hidden = !busy;
+  $("composer").classList.toggle("busy", busy);
+}
+
+function showEmpty(show) {
+  const empty = $("chat-empty");
+  empty.hidden = !show;
+}
+
+function resetTranscript() {
+  const t = transcript();
+  const empty = $("chat-empty");
+  clear(t).append(empty);
+  showEmpty(true);
+}
+
+function markCurrent() {
+  for (const li of $("session-list").children) li.classList.toggle("current", li.dataset.id === sessionID);
+}
+
+function sessionItem(s) {
+  const open = h("a", { href: `#/chat/${encodeURIComponent(s.id)}`, class: "session-link" },
+    h("span", { class: "session-title" }, s.title || "Untitled"),
+    h("span", { class: "session-meta" }, `${when(s.updated)} · ${s.turns} turn${s.turns === 1 ? "" : "s"}`));
+  const del = confirmButton("×", "Delete?", () => deleteSession(s.id), { title: "Delete this session", class: "danger small icon" });
+  return h("li", { "data-id": s.id }, open, del);
+}
+
+/** loadSessions reads the first page of sessions, or the next with more. */
+async function loadSessions(more = false) {
+  const list = $("session-list");
+  $("sessions-error").textContent = "";
+  try {
+    const q = new URLSearchParams({ limit: String(PAGE) });
+    if (more && cursor) q.set("cursor", cursor);
+    const page = await api(`/api/sessions?${q}`);
+    if (!more) clear(list);
+    for (const s of page.sessions || []) list.append(sessionItem(s));
+    cursor = page.next_cursor || "";
+    $("sessions-more").hidden = !cursor;
+    $("sessions-empty").hidden = list.children.length > 0;
+    markCurrent();
+  } catch (err) {
+    $("sessions-error").textContent = `Could not list sessions: ${err.message}`;
+  }
+}
+
+async function deleteSession(id) {
+  try {
+    await api(`/api/sessions/${encodeURIComponent(id)}`, { method: "DELETE" });
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 404)) {
+      $("sessions-error").textContent = `Could not delete the session: ${err.message}`;
+      return;
+    }
+  }
+  $("session-list").querySelector(`li[data-id="${CSS.escape(id)}"]`)?.remove();
+  $("sessions-empty").hidden = $("session-list").children.length > 0;
+  if (id === sessionID) newChat();
+}
+
+/** newChat stops a running turn and starts over with no session. */
+function newChat() {
+  if (running) running.abort();
+  sessionID = "";
+  resetTranscript();
+  markCurrent();
+  history.replaceState(null, "", "#/chat");
+  $("composer-input").focus();
+}
+
+/** openSession shows a stored session's transcript. */
+async function openSession(id) {
+  if (running) running.abort();
+  sessionID = id;
+  markCurrent();
+  resetTranscript();
+  showEmpty(false);
+  const t = transcript();
+  try {
+    const s = await api(`/api/sessions/${encodeURIComponent(id)}`);
+    if (sessionID !== id) return; // another session was opened meanwhile
+    for (const turn of s.turns || []) {
+      t.append(userMessage(turn.question || ""));
+      const view = new Turn();
+      t.append(view.el);
+      const evs = Array.isArray(turn.events) ? turn.events : [];
+      if (evs.length) for (const ev of evs) view.apply(ev);
+      else view.apply({ type: "text", text: turn.answer || "" });
+      view.finish(turn.finish_reason || "stop");
+    }
+    scrollDown(true);
+  } catch (err) {
+    t.append(h("div", { class: "error-block" }, `Could not open the session: ${err.message}`));
+  }
+}
+
+/** send runs one chat turn and streams it into the transcript. */
+async function send(question) {
+  const t = transcript();
+  showEmpty(false);
+  t.append(userMessage(question));
+  const view = new Turn();
+  t.append(view.el);
+  scrollDown(true);
+  const ctrl = new AbortController();
+  running = ctrl;
+  setBusy(true);
+  const body = { question };
+  if (sessionID) body.session_id = sessionID;
+  const agent = $("composer-agent").value;
+  if (agent) body.agent = agent;
+  try {
+    const resp = await request("/api/chat", { method: "POST", body, signal: ctrl.signal });
+    for await (const ev of events(resp.body)) {
+      view.apply(ev);
+      if (ev.type === "start" && ev.session_id && ev.session_id !== sessionID) {
+        sessionID = ev.session_id;
+        // The address names the session without reopening it.
+        history.replaceState(null, "", `#/chat/${encodeURIComponent(sessionID)}`);
+      }
+      scrollDown(false);
+    }
+    if (!view.finished) view.apply({ type: "error", message: "The connection closed before the turn ended." });
+  } catch (err) {
+    if (ctrl.signal.aborted) view.finish("cancelled");
+    else view.apply({ type: "error", message: err.message });
+  } finally {
+    if (!view.finished) view.finish("error");
+    if (running === ctrl) running = null;
+    setBusy(false);
+    scrollDown(false);
+    loadSessions();
+  }
+}
+
+/** init wires the chat view once. */
+export function init() {
+  const input = $("composer-input");
+  $("composer").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const q = input.value.trim();
+    if (!q || running) return;
+    input.value = "";
+    send(q);
+  });
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      $("composer").requestSubmit();
+    }
+  });
+  $("composer-stop").addEventListener("click", () => running?.abort());
+  $("new-chat").addEventListener("click", newChat);
+  $("sessions-more").addEventListener("click", () => loadSessions(true));
+}
+
+/**
+ * show opens the chat view on a session id; without one it keeps what the
+ * view showed last (New chat starts over).
+ */
+export function show(id) {
+  if (id && id !== sessionID) openSession(id);
+  else if (!id && sessionID) history.replaceState(null, "", `#/chat/${encodeURIComponent(sessionID)}`);
+  loadSessions();
+  $("composer-input").focus();
+}

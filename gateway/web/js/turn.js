@@ -1,0 +1,179 @@
+// Rendering of one assistant turn from its events (SPEC §9): the live
+// stream and a stored transcript go through the same code.
+
+import { h, append, clear } from "./dom.js";
+
+const STATUS_LABEL = { ok: "done", partial: "partial", error: "failed" };
+const TODO_MARK = { completed: "✓", in_progress: "▸", pending: "○" };
+const FINISH_NOTE = {
+  error: "The turn failed.",
+  unavailable: "The agent stopped responding; the turn was lost.",
+  empty: "The model returned nothing.",
+  cancelled: "Stopped.",
+};
+
+function preview(args) {
+  let s = "";
+  try {
+    s = JSON.stringify(args ?? {});
+  } catch {
+    s = String(args);
+  }
+  return s.length > 90 ? `${s.slice(0, 89)}…` : s;
+}
+
+function pretty(args) {
+  try {
+    return JSON.stringify(args ?? {}, null, 2);
+  } catch {
+    return String(args);
+  }
+}
+
+/** Turn renders the events of one assistant turn into a message element. */
+export class Turn {
+  constructor() {
+    this.el = h("div", { class: "msg msg-assistant" });
+    this.body = h("div", { class: "msg-body" });
+    this.foot = h("div", { class: "msg-foot" });
+    append(this.el, this.body, this.foot);
+    this.text = null;
+    this.reasoning = null;
+    this.todos = null;
+    this.calls = new Map();
+    this.usage = { input: 0, output: 0 };
+    this.sessionID = "";
+    this.finished = false;
+    this.el.classList.add("streaming");
+  }
+
+  /** apply renders one event; unknown types are ignored. */
+  apply(ev) {
+    switch (ev.type) {
+      case "start":
+        this.sessionID = ev.session_id || "";
+        break;
+      case "text":
+        if (!this.text) {
+          this.text = h("div", { class: "text" });
+          this.body.append(this.text);
+          this.reasoning = null;
+        }
+        this.text.append(ev.text || "");
+        break;
+      case "reasoning":
+        if (!this.reasoning) {
+          const content = h("div", { class: "reasoning-text" });
+          const box = h("details", { class: "reasoning" }, h("summary", {}, "Reasoning"), content);
+          this.reasoning = content;
+          this.body.append(box);
+          this.text = null;
+        }
+        this.reasoning.append(ev.reasoning || "");
+        break;
+      case "tool_call":
+        this.toolCall(ev);
+        break;
+      case "tool_result":
+        this.toolResult(ev);
+        break;
+      case "todos":
+        this.renderTodos(ev.items || []);
+        break;
+      case "usage":
+        this.usage.input += ev.input_tokens || 0;
+        this.usage.output += ev.output_tokens || 0;
+        break;
+      case "notice":
+        this.block("notice", ev.message);
+        break;
+      case "error":
+        this.block("error-block", ev.message || "error");
+        break;
+      case "end":
+        this.finish(ev.finish_reason || "stop");
+        break;
+      default:
+        break; // heartbeat, and types newer than this page
+    }
+  }
+
+  block(cls, message) {
+    this.body.append(h("div", { class: cls }, message || ""));
+    this.text = null;
+    this.reasoning = null;
+  }
+
+  toolCall(ev) {
+    const status = h("span", { class: "badge running" }, "running");
+    const result = h("pre", { class: "tool-output", hidden: true });
+    const card = h(
+      "details",
+      { class: "tool-call", "data-call-id": ev.id || "", "data-tool": ev.name || "" },
+      h("summary", {}, h("span", { class: "tool-name" }, ev.name || "tool"), " ", h("code", { class: "tool-args" }, preview(ev.args)), " ", status),
+      h("div", { class: "tool-section" }, "Arguments"),
+      h("pre", { class: "tool-input" }, pretty(ev.args)),
+      h("div", { class: "tool-section", hidden: true }, "Result"),
+      result,
+    );
+    this.body.append(card);
+    this.calls.set(ev.id, { card, status, result });
+    this.text = null;
+    this.reasoning = null;
+  }
+
+  toolResult(ev) {
+    let call = this.calls.get(ev.tool_call_id);
+    if (!call) {
+      this.toolCall({ id: ev.tool_call_id, name: "tool", args: {} });
+      call = this.calls.get(ev.tool_call_id);
+    }
+    const st = ev.status || "ok";
+    call.status.className = `badge ${st}`;
+    call.status.textContent = STATUS_LABEL[st] || st;
+    call.card.classList.add(`status-${st}`);
+    call.result.hidden = false;
+    call.result.previousElementSibling.hidden = false;
+    let content = ev.content || "";
+    if (ev.error_kind) content = `[${ev.error_kind}] ${content}`;
+    call.result.textContent = content;
+    if (ev.truncated) call.result.after(h("div", { class: "small muted" }, "The result was truncated for the model."));
+  }
+
+  renderTodos(items) {
+    if (!this.todos) {
+      this.todos = h("ul", { class: "todo-list" });
+      this.body.append(h("div", { class: "todos" }, h("div", { class: "todos-title" }, "Plan"), this.todos));
+      this.text = null;
+      this.reasoning = null;
+    }
+    clear(this.todos);
+    for (const it of items) {
+      const st = it.status || "pending";
+      this.todos.append(h("li", { class: `todo ${st}` }, h("span", { class: "todo-mark" }, TODO_MARK[st] || "○"), it.content || ""));
+    }
+  }
+
+  /** finish marks the turn over, with a note unless it ended normally. */
+  finish(reason) {
+    if (this.finished) return;
+    this.finished = true;
+    this.el.classList.remove("streaming");
+    this.el.dataset.finish = reason;
+    for (const { status } of this.calls.values()) {
+      if (status.classList.contains("running")) {
+        status.className = "badge error";
+        status.textContent = "no result";
+      }
+    }
+    if (FINISH_NOTE[reason]) this.foot.append(h("div", { class: `finish finish-${reason}` }, FINISH_NOTE[reason]));
+    if (this.usage.input || this.usage.output) {
+      this.foot.append(h("div", { class: "usage" }, `${this.usage.input} tokens in · ${this.usage.output} out`));
+    }
+  }
+}
+
+/** userMessage renders a question. */
+export function userMessage(text) {
+  return h("div", { class: "msg msg-user" }, h("div", { class: "text" }, text));
+}
