@@ -84,7 +84,9 @@ func (s *Service) runImport(c echo.Context, kind, format string, body io.Reader)
 		AccountID: principal(c).AccountID, Kind: kind, Format: format, Partial: partial}, body)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return wire.Errorf(wire.ResourceExhausted, "upload is larger than %d bytes (DATA_IMPORT_MAX_BYTES)", mbe.Limit)
+		e := wire.TooLarge("upload", 0, mbe.Limit)
+		e.Message += " (DATA_IMPORT_MAX_BYTES)"
+		return e
 	}
 	if err != nil {
 		return err

@@ -1,0 +1,81 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mirobody/mirobody-go/agent-svc/scripted"
+	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/vfs"
+)
+
+// TestChatInputHygiene: a chat request that cannot become a turn is
+// refused with a 4xx before any model call: a body over
+// MAX_REQUEST_BYTES (413), text no store can hold (NUL, an unpaired
+// surrogate, invalid UTF-8: 400), and a session id that another account
+// owns (409).
+func TestChatInputHygiene(t *testing.T) {
+	srv := scripted.New(scripted.Sequence(scripted.Step{Text: "should not be asked"}))
+	t.Cleanup(srv.Close)
+	st := startChatStack(t, srv, func(c *conf.Config) { c.MaxRequestBytes = 1024 })
+
+	ctx := context.Background()
+	nc := servicetest.Client(t, st.NATS)
+	accounts := vfs.NewAccounts(nc)
+	other, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: "other@example.com"})
+	must(t, err)
+	_, err = vfs.NewSessions(nc).Save(ctx, &vfs.SessionSaveRequest{AccountID: other.ID, SessionID: "taken-1", Title: "theirs",
+		Messages: json.RawMessage(`[]`), Turn: vfs.Turn{Question: "theirs", Answer: "a", Finish: "stop"}})
+	must(t, err)
+
+	cases := []struct {
+		name string
+		body string
+		code int
+		msg  []string
+	}{
+		{"over MAX_REQUEST_BYTES", `{"question":"` + strings.Repeat("x", 2000) + `"}`, http.StatusRequestEntityTooLarge, []string{"too large", "1024", "MAX_REQUEST_BYTES"}},
+		{"NUL", `{"question":"a\u0000b","provider":"oa"}`, http.StatusBadRequest, []string{"NUL"}},
+		{"lone surrogate", `{"question":"a\ud800b","provider":"oa"}`, http.StatusBadRequest, []string{"unpaired", "surrogate"}},
+		{"lone surrogate in another field", `{"question":"q","language":"\udfff","provider":"oa"}`, http.StatusBadRequest, []string{"surrogate"}},
+		{"invalid UTF-8", "{\"question\":\"caf\xe9\",\"provider\":\"oa\"}", http.StatusBadRequest, []string{"UTF-8"}},
+		{"session of another account", `{"question":"q","session_id":"taken-1","provider":"oa"}`, http.StatusConflict, []string{"taken-1", "already taken"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, st.URL+"/api/chat", strings.NewReader(tc.body))
+			req.Header.Set("Authorization", "Bearer "+st.Key)
+			resp, err := http.DefaultClient.Do(req)
+			must(t, err)
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.code {
+				t.Fatalf("%d %s, want %d", resp.StatusCode, body, tc.code)
+			}
+			for _, m := range tc.msg {
+				if !strings.Contains(string(body), m) {
+					t.Errorf("body %s lacks %q", body, m)
+				}
+			}
+		})
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("the provider was called %d times for refused turns", n)
+	}
+	// The other account's session is untouched.
+	got, err := vfs.NewSessions(nc).Get(ctx, &vfs.SessionGetRequest{AccountID: other.ID, SessionID: "taken-1"})
+	must(t, err)
+	if len(got.Turns) != 1 || got.Turns[0].Question != "theirs" {
+		t.Errorf("the other account's session changed: %+v", got.Turns)
+	}
+	// A valid turn still runs.
+	evs := st.chat(t, map[string]any{"question": "ok", "provider": "oa"})
+	if finishOf(evs) != "stop" {
+		t.Errorf("valid turn: %+v", evs)
+	}
+}
