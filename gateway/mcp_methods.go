@@ -180,5 +180,5 @@ func (m *mcpServer) notify(q *request, msg *rpcMessage) {
 	if json.Unmarshal(msg.Params, &p) != nil || len(p.RequestID) == 0 {
 		return
 	}
-	m.cancel(q.r.Context(), callID(q, p.RequestID), p.Reason)
+	m.cancel(q.r.Context(), q, callID(q, p.RequestID), p.Reason)
 }
