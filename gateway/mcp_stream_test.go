@@ -228,7 +228,7 @@ func TestCancellationStaysWithItsCaller(t *testing.T) {
 	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":77,"reason":"mischief"}}`
 	for _, hdr := range [][]string{
 		{headerSessionID, sid, "Authorization", "Bearer " + keyOther}, // another account, Alice's session id
-		{headerSessionID, sid},                                        // anonymous, Alice's session id
+		{headerSessionID, sid}, // anonymous, Alice's session id
 	} {
 		if resp, _ := post(t, url, cancel, hdr...); resp.StatusCode != http.StatusAccepted {
 			t.Fatalf("cancel: %d", resp.StatusCode)
