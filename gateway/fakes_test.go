@@ -136,6 +136,10 @@ func (f *fakes) call(ctx context.Context, req *registry.CallRequest) (*registry.
 		return text(a.Text), nil
 	case "regional":
 		return text("ok"), nil
+	case "big": // unlisted: a result of {"bytes": n} bytes
+		var a struct{ Bytes int }
+		_ = json.Unmarshal(req.Arguments, &a)
+		return text(strings.Repeat("b", a.Bytes)), nil
 	case "whoami":
 		if req.Caller.Anonymous() {
 			return nil, wire.Errorf(wire.Unauthenticated, "whoami needs a signed-in caller")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -103,6 +104,10 @@ func (m *mcpServer) call(ctx context.Context, q *request, msg *rpcMessage, progr
 		args = json.RawMessage("{}")
 	} else if args[0] != '{' {
 		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: arguments must be an object")
+	} else if !utf8.Valid(args) {
+		// JSON text is UTF-8 (RFC 8259); encoding/json lets other bytes
+		// through, and no tool could read them.
+		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: arguments are not valid UTF-8")
 	}
 	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: callID(q, msg.ID), Meta: p.Meta}
 	if progress != nil {

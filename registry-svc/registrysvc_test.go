@@ -68,6 +68,7 @@ func TestCallValidation(t *testing.T) {
 		{"wrong type", "add", `{"a": "one"}`, []string{"argument a", "want integer"}},
 		{"missing required", "add", `{"b": 1}`, []string{"missing propert", "a"}},
 		{"not an object", "add", `[1, 2]`, []string{"must be a JSON object"}},
+		{"invalid UTF-8", "echo", "{\"text\": \"caf\xe9\"}", []string{"not valid UTF-8"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

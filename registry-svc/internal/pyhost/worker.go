@@ -40,6 +40,8 @@ type message struct {
 	Error     string                 `json:"error,omitempty"`
 	Traceback string                 `json:"traceback,omitempty"`
 	Cancelled bool                   `json:"cancelled,omitempty"`
+	// Invalid says the host could not read the request (Error says why).
+	Invalid bool `json:"invalid,omitempty"`
 	Pong      bool                   `json:"pong,omitempty"`
 	Abandoned int                    `json:"abandoned,omitempty"`
 	// Progress, Total and Message come with op "progress" for call ID.
