@@ -136,6 +136,15 @@ func (f *fakes) call(ctx context.Context, req *registry.CallRequest) (*registry.
 		return text(a.Text), nil
 	case "regional":
 		return text("ok"), nil
+	case "slow": // unlisted: answers after {"ms": n} milliseconds
+		var a struct{ MS int }
+		_ = json.Unmarshal(req.Arguments, &a)
+		select {
+		case <-time.After(time.Duration(a.MS) * time.Millisecond):
+			return text("slow done"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	case "big": // unlisted: a result of {"bytes": n} bytes
 		var a struct{ Bytes int }
 		_ = json.Unmarshal(req.Arguments, &a)

@@ -3,10 +3,12 @@ package stack
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 	"github.com/mirobody/mirobody-go/services/conf"
@@ -77,5 +79,42 @@ func TestChatInputHygiene(t *testing.T) {
 	evs := st.chat(t, map[string]any{"question": "ok", "provider": "oa"})
 	if finishOf(evs) != "stop" {
 		t.Errorf("valid turn: %+v", evs)
+	}
+}
+
+// TestHTTPReadTimeout: HTTP_READ_TIMEOUT_S bounds reading a request, not
+// answering it: a chat turn streams past it, and a data upload that takes
+// longer gets the import's own deadline.
+func TestHTTPReadTimeout(t *testing.T) {
+	srv := scripted.New(scripted.Sequence(scripted.Step{Delay: 1500 * time.Millisecond, Text: "late but whole"}))
+	t.Cleanup(srv.Close)
+	st := startChatStack(t, srv, func(c *conf.Config) { c.HTTPReadTimeoutS = 1 })
+
+	evs := st.chat(t, map[string]any{"question": "slow", "provider": "oa"})
+	if finishOf(evs) != "stop" || !strings.Contains(textOf(evs), "late but whole") {
+		t.Errorf("slow turn: %+v", evs)
+	}
+
+	pr, pw := io.Pipe()
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond) // paces the upload over 2 s
+		defer tick.Stop()
+		_, _ = io.WriteString(pw, "indicator,value,unit,time\n")
+		for i := range 20 {
+			<-tick.C
+			if _, err := fmt.Fprintf(pw, "Pulse,%d,bpm,2026-01-01T00:%02d:00Z\n", 60+i, i); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	req, _ := http.NewRequest(http.MethodPost, st.URL+"/api/data/health", pr)
+	req.Header.Set("Authorization", "Bearer "+st.Key)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"written":20`) {
+		t.Fatalf("slow upload: %d %s", resp.StatusCode, body)
 	}
 }
