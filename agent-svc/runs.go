@@ -164,7 +164,17 @@ func (r *turnRun) emit(ev agent.Event) {
 	defer r.mu.Unlock()
 	r.seq++
 	ev.Seq = r.seq
-	if err := r.s.node.Client.Publish(context.Background(), r.req.Inbox, &ev); err != nil {
+	err := r.s.node.Client.Publish(context.Background(), r.req.Inbox, &ev)
+	if wire.IsTooLarge(err) {
+		// A lost event would stall the caller until it declares the run
+		// lost: the event goes out without its payload instead (tool
+		// arguments or content), and the transcript keeps it whole.
+		r.s.log.Warn("a run event is over the NATS max payload; streaming it without its content", "run_id", r.req.RunID, "type", ev.Type)
+		err = r.s.node.Client.Publish(context.Background(), r.req.Inbox, &agent.Event{Seq: ev.Seq, Type: ev.Type, ID: ev.ID, Name: ev.Name,
+			ToolCallID: ev.ToolCallID, Status: ev.Status, ErrorKind: ev.ErrorKind, Truncated: true,
+			Message: fmt.Sprintf("this %s event is too large to stream (the limit is %d bytes); its content is left out", ev.Type, r.s.node.Client.MaxPayload())})
+	}
+	if err != nil {
 		r.s.log.Warn("publishing a run event failed", "run_id", r.req.RunID, "err", err)
 	}
 	if ev.Type == agent.EventHeartbeat {
@@ -238,7 +248,11 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 		Agent: r.kind, Messages: msgs, Turn: vfs.Turn{Question: r.req.Question, Answer: out.Answer, Finish: out.Finish, Events: events}})
 	if err != nil {
 		log.Error("saving the session failed", "err", err)
-		r.emit(agent.Event{Type: agent.EventError, Message: "the conversation could not be saved"})
+		msg := "the conversation could not be saved"
+		if wire.IsTooLarge(err) {
+			msg = "the conversation is too large to save (its messages exceed the NATS max payload)"
+		}
+		r.emit(agent.Event{Type: agent.EventError, Message: msg})
 		return agent.FinishError
 	}
 	if errors.Is(context.Cause(ctx), context.Canceled) && out.Finish != agent.FinishCancelled {

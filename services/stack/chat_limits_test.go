@@ -118,3 +118,39 @@ func TestHTTPReadTimeout(t *testing.T) {
 		t.Fatalf("slow upload: %d %s", resp.StatusCode, body)
 	}
 }
+
+// TestChatEventTooLarge: a tool call whose arguments are over the NATS max
+// payload streams without them (its event would otherwise be lost and the
+// turn declared dead), the tool says the write is too large, and the turn
+// ends at once with errors that say so.
+func TestChatEventTooLarge(t *testing.T) {
+	var limit int64
+	srv := scripted.New(func(r *scripted.Received) (scripted.Step, error) {
+		if r.StepsSinceUser() == 0 {
+			args, _ := json.Marshal(map[string]string{"file_path": "/big.txt", "content": strings.Repeat("x", int(limit)+1)})
+			return scripted.Step{Calls: []scripted.Call{{Name: "write_file", Args: string(args)}}}, nil
+		}
+		return scripted.Step{Text: "tried"}, nil
+	})
+	t.Cleanup(srv.Close)
+	st := startChatStack(t, srv, nil)
+	limit = servicetest.Client(t, st.NATS).MaxPayload()
+	t0 := time.Now()
+	evs := st.chat(t, map[string]any{"question": "write a big file", "provider": "oa"})
+	if d := time.Since(t0); d > 20*time.Second {
+		t.Errorf("the turn took %s", d)
+	}
+	calls, results := ofType(evs, "tool_call"), ofType(evs, "tool_result")
+	if len(calls) != 1 || !calls[0].Truncated || calls[0].Name != "write_file" || !strings.Contains(calls[0].Message, "too large") || len(calls[0].Args) != 0 {
+		t.Errorf("tool_call events %+v", calls)
+	}
+	if len(results) != 1 || results[0].Status != "error" || !strings.Contains(results[0].Content, "too large") {
+		t.Errorf("tool_result events %+v", results)
+	}
+	if errs := ofType(evs, "error"); len(errs) != 1 || !strings.Contains(errs[0].Message, "too large to save") {
+		t.Errorf("error events %+v", errs)
+	}
+	if ofType(evs, "end") == nil {
+		t.Errorf("no end event: %+v", evs)
+	}
+}
