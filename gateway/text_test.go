@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/vfs"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -57,5 +60,27 @@ func TestMapCodeTooLarge(t *testing.T) {
 		if code != tt.wantCode || m.HTTP != tt.http || m.JSONRPC != tt.jsonrpc {
 			t.Errorf("%s: %s %+v, want %s %d %d", tt.name, code, m, tt.wantCode, tt.http, tt.jsonrpc)
 		}
+	}
+}
+
+// TestAPIErrorsHideInternals: /api error bodies never carry internal
+// detail such as NATS subjects: an internal error is shown as its kind
+// only, and a service that does not answer is named by its service.
+func TestAPIErrorsHideInternals(t *testing.T) {
+	f := startFakes(t)
+	url := "http://" + startService(t, testConfig(t, f.url)).Addr() + "/api/me"
+	resp, body := send(t, http.MethodGet, url, "", "Authorization", "Bearer "+keyGood)
+	if resp.StatusCode != http.StatusServiceUnavailable || strings.Contains(string(body), "vfs.accounts") || !strings.Contains(string(body), "vfs service") {
+		t.Errorf("no responders: %d %s", resp.StatusCode, body)
+	}
+	acc, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "vfs", Version: "0.0.1", Log: servicetest.Logger(t)})
+	must(t, err)
+	t.Cleanup(func() { _ = acc.Stop(context.Background()) })
+	must(t, wire.Handle(acc.Group("accounts"), "get", func(context.Context, *vfs.AccountGetRequest) (*vfs.Account, error) {
+		return nil, wire.Errorf(wire.Internal, "request to registry.tools.call failed")
+	}))
+	resp, body = send(t, http.MethodGet, url, "", "Authorization", "Bearer "+keyGood)
+	if resp.StatusCode != http.StatusInternalServerError || strings.Contains(string(body), "registry.tools.call") || !strings.Contains(string(body), `"internal error"`) {
+		t.Errorf("internal: %d %s", resp.StatusCode, body)
 	}
 }

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // TestChatInputHygiene: a chat request that cannot become a turn is
@@ -65,6 +67,11 @@ func TestChatInputHygiene(t *testing.T) {
 				}
 			}
 		})
+	}
+	// agent-svc refuses a NUL itself, for callers other than the gateway.
+	_, err = agent.NewClient(nc).Run(ctx, &agent.StartRequest{RunID: "r-nul", AccountID: other.ID, Question: "a\x00b", Provider: "oa"}, func(agent.Event) {})
+	if !wire.IsCode(err, wire.InvalidArgument) || !strings.Contains(err.Error(), "NUL") {
+		t.Errorf("NUL straight to agent-svc: %v", err)
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("the provider was called %d times for refused turns", n)
