@@ -57,12 +57,20 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	if err != nil {
 		return nil, err
 	}
+	if strings.ContainsRune(req.Question, 0) {
+		return nil, wire.Errorf(wire.InvalidArgument, `the question contains a NUL character (\u0000), which text cannot hold`)
+	}
 	sessionID := req.SessionID
 	if sessionID != "" && !vfs.ValidSessionID(sessionID) {
 		return nil, wire.Errorf(wire.InvalidArgument, "session_id must be 1 to 128 letters, digits, '-' or '_'")
 	}
+	var history []llm.Message
 	if sessionID == "" {
 		sessionID = uuid.NewString()
+	} else if history, err = s.loadHistory(ctx, req.AccountID, sessionID); err != nil {
+		// Before the ack: a session id taken by another account (or
+		// storage that is down) costs no model call and no wasted turn.
+		return nil, err
 	}
 	hb := s.opts.Config.HeartbeatMS
 	if req.HeartbeatMS > 0 {
@@ -74,7 +82,7 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	s.runs[req.RunID] = cancel
 	s.mu.Unlock()
 	s.wg.Add(1)
-	r := &turnRun{s: s, req: req, sessionID: sessionID, kind: kind, provider: provider, model: model,
+	r := &turnRun{s: s, req: req, sessionID: sessionID, history: history, kind: kind, provider: provider, model: model,
 		heartbeat: time.Duration(hb) * time.Millisecond}
 	go func() {
 		defer s.wg.Done()
@@ -88,6 +96,28 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 		r.run(runCtx)
 	}()
 	return &agent.StartResponse{RunID: req.RunID, SessionID: sessionID, Instance: s.node.Service.Micro().Info().ID, HeartbeatMS: hb}, nil
+}
+
+// loadHistory returns the model messages of the caller's session, none
+// for a new session id. A session of another account is already_exists.
+func (s *Service) loadHistory(ctx context.Context, account, session string) ([]llm.Message, error) {
+	loaded, err := s.sessions.Load(ctx, &vfs.SessionLoadRequest{AccountID: account, SessionID: session})
+	switch wire.CodeOf(err) {
+	case "":
+	case wire.NotFound:
+		return nil, nil
+	case wire.Unavailable, wire.DeadlineExceeded, wire.Internal:
+		s.log.WarnContext(ctx, "loading the session failed", "session_id", session, "err", err)
+		return nil, wire.Errorf(wire.Unavailable, "session storage is unavailable")
+	default:
+		return nil, err // the id is taken, the history is too large...
+	}
+	var history []llm.Message
+	if err := json.Unmarshal(loaded.Messages, &history); err != nil {
+		s.log.ErrorContext(ctx, "decoding session messages failed", "session_id", session, "err", err)
+		return nil, wire.Errorf(wire.FailedPrecondition, "the session's history could not be read")
+	}
+	return history, nil
 }
 
 func (s *Service) onCancel(m *nats.Msg) {
@@ -117,6 +147,8 @@ type turnRun struct {
 	s         *Service
 	req       *agent.StartRequest
 	sessionID string
+	// history is the session's model messages, loaded before the ack.
+	history   []llm.Message
 	kind      string
 	provider  llm.Provider
 	model     string
@@ -132,7 +164,17 @@ func (r *turnRun) emit(ev agent.Event) {
 	defer r.mu.Unlock()
 	r.seq++
 	ev.Seq = r.seq
-	if err := r.s.node.Client.Publish(context.Background(), r.req.Inbox, &ev); err != nil {
+	err := r.s.node.Client.Publish(context.Background(), r.req.Inbox, &ev)
+	if wire.IsTooLarge(err) {
+		// A lost event would stall the caller until it declares the run
+		// lost: the event goes out without its payload instead (tool
+		// arguments or content), and the transcript keeps it whole.
+		r.s.log.Warn("a run event is over the NATS max payload; streaming it without its content", "run_id", r.req.RunID, "type", ev.Type)
+		err = r.s.node.Client.Publish(context.Background(), r.req.Inbox, &agent.Event{Seq: ev.Seq, Type: ev.Type, ID: ev.ID, Name: ev.Name,
+			ToolCallID: ev.ToolCallID, Status: ev.Status, ErrorKind: ev.ErrorKind, Truncated: true,
+			Message: fmt.Sprintf("this %s event is too large to stream (the limit is %d bytes); its content is left out", ev.Type, r.s.node.Client.MaxPayload())})
+	}
+	if err != nil {
 		r.s.log.Warn("publishing a run event failed", "run_id", r.req.RunID, "err", err)
 	}
 	if ev.Type == agent.EventHeartbeat {
@@ -173,26 +215,8 @@ func (r *turnRun) run(ctx context.Context) {
 
 // turn runs the agent and saves the session; it returns the finish reason.
 func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
-	var history []llm.Message
-	loaded, err := r.s.sessions.Load(ctx, &vfs.SessionLoadRequest{AccountID: r.req.AccountID, SessionID: r.sessionID})
-	switch {
-	case err == nil:
-		if err := json.Unmarshal(loaded.Messages, &history); err != nil {
-			log.Error("decoding session messages failed", "err", err)
-			r.emit(agent.Event{Type: agent.EventError, Message: "the session's history could not be read"})
-			return agent.FinishError
-		}
-	case wire.IsCode(err, wire.NotFound):
-	case ctx.Err() != nil:
-		// Cancelled before the history was read: nothing to save.
-		return agent.FinishCancelled
-	default:
-		log.Warn("loading the session failed", "err", err)
-		r.emit(agent.Event{Type: agent.EventError, Message: "session storage is unavailable"})
-		return agent.FinishUnavailable
-	}
 	cfg := r.s.opts.Config
-	t := &turn.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: history,
+	t := &turn.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: r.history,
 		Provider: r.provider, Model: r.model, Emit: r.emit,
 		PromptData: turn.PromptData{Date: today(r.req.Timezone), Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
 	out, err := r.s.agents[r.kind].Run(ctx, t)
@@ -224,7 +248,11 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 		Agent: r.kind, Messages: msgs, Turn: vfs.Turn{Question: r.req.Question, Answer: out.Answer, Finish: out.Finish, Events: events}})
 	if err != nil {
 		log.Error("saving the session failed", "err", err)
-		r.emit(agent.Event{Type: agent.EventError, Message: "the conversation could not be saved"})
+		msg := "the conversation could not be saved"
+		if wire.IsTooLarge(err) {
+			msg = "the conversation is too large to save (its messages exceed the NATS max payload)"
+		}
+		r.emit(agent.Event{Type: agent.EventError, Message: msg})
 		return agent.FinishError
 	}
 	if errors.Is(context.Cause(ctx), context.Canceled) && out.Finish != agent.FinishCancelled {

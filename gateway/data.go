@@ -52,7 +52,10 @@ func (s *Service) importGenetic(c echo.Context) error {
 	return s.runImport(c, vfs.KindGenetic, vfs.FormatRaw, s.importBody(c))
 }
 
+// importBody is the upload, up to DATA_IMPORT_MAX_BYTES. A large upload
+// may take longer than HTTP_READ_TIMEOUT_S: it gets the import's deadline.
 func (s *Service) importBody(c echo.Context) io.Reader {
+	_ = http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(importTimeout))
 	return http.MaxBytesReader(c.Response(), c.Request().Body, int64(s.opts.Config.DataImportMaxBytes))
 }
 
@@ -84,7 +87,9 @@ func (s *Service) runImport(c echo.Context, kind, format string, body io.Reader)
 		AccountID: principal(c).AccountID, Kind: kind, Format: format, Partial: partial}, body)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		return wire.Errorf(wire.ResourceExhausted, "upload is larger than %d bytes (DATA_IMPORT_MAX_BYTES)", mbe.Limit)
+		e := wire.TooLarge("upload", 0, mbe.Limit)
+		e.Message += " (DATA_IMPORT_MAX_BYTES)"
+		return e
 	}
 	if err != nil {
 		return err

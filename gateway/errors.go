@@ -33,12 +33,22 @@ var codeTable = map[wire.Code]mapping{
 	wire.NotEmpty:           {http.StatusConflict, -32602},
 }
 
+// tooLarge is how resource_exhausted shows when its reason is too_large: a
+// payload over a size limit, not a rate over a budget. JSON-RPC has no
+// code of its own for it; the payload is nearly always the caller's
+// (arguments over the NATS max payload; an oversized tool result is a
+// tool error, not an RPC error), hence invalid params.
+var tooLarge = mapping{http.StatusRequestEntityTooLarge, -32602}
+
 // mapCode returns the mapping for err's code.
 func mapCode(err error) (wire.Code, mapping) {
 	code := wire.CodeOf(err)
 	m, ok := codeTable[code]
 	if !ok {
 		return wire.Internal, codeTable[wire.Internal]
+	}
+	if wire.IsTooLarge(err) {
+		return code, tooLarge
 	}
 	return code, m
 }
@@ -67,7 +77,9 @@ func (s *Service) httpError(err error, c echo.Context) {
 		return
 	}
 	var werr *wire.Error
-	if !errors.As(err, &werr) {
+	if !errors.As(err, &werr) || werr.Code == wire.Internal || !werr.Code.Valid() {
+		// Internal errors are logged in full and shown as a kind only:
+		// their text may name subjects, queries or hosts.
 		s.log.ErrorContext(c.Request().Context(), "request failed", "path", c.Path(), "err", err)
 		werr = &wire.Error{Code: wire.Internal, Message: "internal error"}
 	}

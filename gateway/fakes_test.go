@@ -136,6 +136,19 @@ func (f *fakes) call(ctx context.Context, req *registry.CallRequest) (*registry.
 		return text(a.Text), nil
 	case "regional":
 		return text("ok"), nil
+	case "slow": // unlisted: answers after {"ms": n} milliseconds
+		var a struct{ MS int }
+		_ = json.Unmarshal(req.Arguments, &a)
+		select {
+		case <-time.After(time.Duration(a.MS) * time.Millisecond):
+			return text("slow done"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case "big": // unlisted: a result of {"bytes": n} bytes
+		var a struct{ Bytes int }
+		_ = json.Unmarshal(req.Arguments, &a)
+		return text(strings.Repeat("b", a.Bytes)), nil
 	case "whoami":
 		if req.Caller.Anonymous() {
 			return nil, wire.Errorf(wire.Unauthenticated, "whoami needs a signed-in caller")

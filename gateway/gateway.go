@@ -95,7 +95,13 @@ func (s *Service) Start(ctx context.Context) error {
 	handler := otelhttp.NewHandler(s.echo, "gateway",
 		otelhttp.WithTracerProvider(n.Tracer), otelhttp.WithPropagators(propagation.TraceContext{}),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
-	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// ReadTimeout bounds reading the request: net/http lifts it once the
+	// body is read, so answers that run long are not cut. No WriteTimeout:
+	// streams write for as long as their turn or call runs, and each of
+	// those has a deadline of its own.
+	read := time.Duration(cfg.HTTPReadTimeoutS) * time.Second
+	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: min(10*time.Second, read),
+		ReadTimeout: read, IdleTimeout: time.Duration(cfg.HTTPIdleTimeoutS) * time.Second}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server failed", "err", err)

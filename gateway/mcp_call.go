@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -103,6 +104,10 @@ func (m *mcpServer) call(ctx context.Context, q *request, msg *rpcMessage, progr
 		args = json.RawMessage("{}")
 	} else if args[0] != '{' {
 		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: arguments must be an object")
+	} else if !utf8.Valid(args) {
+		// JSON text is UTF-8 (RFC 8259); encoding/json lets other bytes
+		// through, and no tool could read them.
+		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: arguments are not valid UTF-8")
 	}
 	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: callID(q, msg.ID), Meta: p.Meta}
 	if progress != nil {
@@ -118,7 +123,7 @@ func (m *mcpServer) call(ctx context.Context, q *request, msg *rpcMessage, progr
 	resp, err := m.Registry.Call(ctx, req)
 	if err != nil {
 		if ctx.Err() != nil {
-			m.cancel(context.WithoutCancel(ctx), req.CallID, "the client went away")
+			m.cancel(context.WithoutCancel(ctx), q, req.CallID, "the client went away")
 		}
 		return nil, m.registryError(ctx, err)
 	}
@@ -133,12 +138,14 @@ func (m *mcpServer) call(ctx context.Context, q *request, msg *rpcMessage, progr
 }
 
 // callID names a call so that a notifications/cancelled arriving on any
-// replica finds it: the client's scope (session id, else account, else IP)
-// plus its JSON-RPC request id.
+// replica finds it: the client's scope (its session, else account, else
+// IP) plus its JSON-RPC request id. Only a session id that opened counts:
+// it opens for the account it was sealed for alone, while a bare header
+// value is tolerated on tools/call and anyone could copy it.
 func callID(q *request, id json.RawMessage) string {
 	scope := "sid:" + q.sessionID
 	switch {
-	case q.sessionID != "":
+	case q.session != nil:
 	case q.principal != nil:
 		scope = "acct:" + q.principal.AccountID
 	default:
@@ -153,9 +160,11 @@ func callID(q *request, id json.RawMessage) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// cancel asks the registry replica running callID to stop it.
-func (m *mcpServer) cancel(ctx context.Context, id, reason string) {
-	if err := m.Registry.Cancel(ctx, &registry.CancelEvent{CallID: id, Reason: reason}); err != nil {
+// cancel asks the registry replica running callID to stop it, on behalf of
+// q's caller: the registry stops only a call of that same account.
+func (m *mcpServer) cancel(ctx context.Context, q *request, id, reason string) {
+	ev := &registry.CancelEvent{CallID: id, AccountID: q.caller().AccountID, Reason: reason}
+	if err := m.Registry.Cancel(ctx, ev); err != nil {
 		m.Log.WarnContext(ctx, "publishing a cancellation failed", "call_id", id, "err", err)
 	}
 }

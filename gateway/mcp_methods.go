@@ -161,7 +161,11 @@ func (m *mcpServer) registryError(ctx context.Context, err error) *rpcError {
 	case wire.PermissionDenied:
 		return newRPCError(http.StatusForbidden, int64(mp.JSONRPC), "%s", msg)
 	}
-	return newRPCError(http.StatusOK, int64(mp.JSONRPC), "%s", msg)
+	e := newRPCError(http.StatusOK, int64(mp.JSONRPC), "%s", msg)
+	if wire.IsTooLarge(err) {
+		e = e.withData(werr.Details)
+	}
+	return e
 }
 
 // notify handles a client notification; none of them gets a reply.
@@ -176,5 +180,5 @@ func (m *mcpServer) notify(q *request, msg *rpcMessage) {
 	if json.Unmarshal(msg.Params, &p) != nil || len(p.RequestID) == 0 {
 		return
 	}
-	m.cancel(q.r.Context(), callID(q, p.RequestID), p.Reason)
+	m.cancel(q.r.Context(), q, callID(q, p.RequestID), p.Reason)
 }

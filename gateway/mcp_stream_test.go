@@ -210,6 +210,62 @@ func TestLegacyCancellationReachesTool(t *testing.T) {
 	}
 }
 
+// TestCancellationStaysWithItsCaller: a notifications/cancelled from
+// another account that copies a session id and a request id stops
+// nothing; the session's own caller still can, and every cancel event
+// names the account it speaks for.
+func TestCancellationStaysWithItsCaller(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url))
+	resp, _ := post(t, url, initBody, "Authorization", "Bearer "+keyGood)
+	sid := resp.Header.Get(headerSessionID)
+	done := make(chan string, 1)
+	go func() {
+		_, b := post(t, url, `{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{"name":"block"}}`, headerSessionID, sid, "Authorization", "Bearer "+keyGood)
+		done <- string(b)
+	}()
+	callID := <-f.started
+	cancel := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":77,"reason":"mischief"}}`
+	for _, hdr := range [][]string{
+		{headerSessionID, sid, "Authorization", "Bearer " + keyOther}, // another account, Alice's session id
+		{headerSessionID, sid}, // anonymous, Alice's session id
+	} {
+		if resp, _ := post(t, url, cancel, hdr...); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("cancel: %d", resp.StatusCode)
+		}
+	}
+	servicetest.Eventually(t, 10*time.Second, func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.cancels) == 2
+	}, "the foreign cancellations were not published")
+	select {
+	case b := <-done:
+		t.Fatalf("a foreign cancellation ended the call: %s", b)
+	default:
+	}
+	resp, _ = post(t, url, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":77,"reason":"user"}}`, headerSessionID, sid, "Authorization", "Bearer "+keyGood)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("cancel: %d", resp.StatusCode)
+	}
+	select {
+	case b := <-done:
+		if !strings.Contains(b, "cancelled") {
+			t.Fatalf("call ended with %s", b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the owner's cancellation never reached the tool")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := []registry.CancelEvent{{CallID: "?", AccountID: acctOther}, {CallID: "?"}, {CallID: callID, AccountID: acctGood, Reason: "user"}}
+	for i, ev := range f.cancels {
+		if i < 2 && (ev.CallID == callID || ev.AccountID != want[i].AccountID) || i == 2 && ev != want[2] {
+			t.Errorf("cancel %d = %+v, want %+v (call %s)", i, ev, want[i], callID)
+		}
+	}
+}
+
 func TestModernStreamCloseCancels(t *testing.T) {
 	f := startFakes(t)
 	url := startGateway(t, testConfig(t, f.url))

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -74,6 +75,7 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "modern GET is 405", method: http.MethodGet, hdr: []string{headerProtocolVersion, modernVersion}, status: 405},
 		{name: "unknown tool", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}`, status: 200, code: -32602},
 		{name: "tool call without name", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, status: 200, code: -32602},
+		{name: "tool arguments not UTF-8", body: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"\xff\"}}}", status: 200, code: -32602},
 		{name: "unknown cursor", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"x"}}`, status: 200, code: -32602},
 
 		// Auth (SPEC §5.3, §5.4).
@@ -260,4 +262,42 @@ func TestKeyCacheRevocation(t *testing.T) {
 		resp, _ := post(t, url, whoami, "Authorization", "Bearer "+keyGood)
 		return resp.StatusCode == 401
 	}, "a revoked key is refused")
+}
+
+// TestToolPayloadTooLarge: tool arguments or a tool result over the NATS
+// max payload get a JSON-RPC error that says too large and names the
+// limit, at once, instead of an internal error or a timeout.
+func TestToolPayloadTooLarge(t *testing.T) {
+	f := startFakes(t)
+	cfg := testConfig(t, f.url)
+	cfg.MaxRequestBytes = 4 << 20
+	url := startGateway(t, cfg)
+	limit := f.nc.MaxPayload()
+	tests := []struct {
+		name string
+		body string
+		what string
+	}{
+		{"arguments", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("a", int(limit)) + `"}}}`, "request too large"},
+		{"result", fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{"bytes":%d}}}`, limit), "reply too large"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t0 := time.Now()
+			resp, body := post(t, url, tt.body, "Authorization", "Bearer "+keyGood)
+			if d := time.Since(t0); d > 5*time.Second {
+				t.Errorf("took %s, want at once", d)
+			}
+			r := decode(t, body)
+			if resp.StatusCode != http.StatusOK || r.Error == nil || r.Error.Code != -32602 {
+				t.Fatalf("%d %.300s, want a -32602 error", resp.StatusCode, body)
+			}
+			if !strings.Contains(r.Error.Message, tt.what) || !strings.Contains(r.Error.Message, fmt.Sprint(limit)) || strings.Contains(r.Error.Message, "registry.tools") {
+				t.Errorf("message %q", r.Error.Message)
+			}
+			if !strings.Contains(string(r.Error.Data), `"reason":"too_large"`) || !strings.Contains(string(r.Error.Data), fmt.Sprintf(`"limit_bytes":%d`, limit)) {
+				t.Errorf("data %s", r.Error.Data)
+			}
+		})
+	}
 }

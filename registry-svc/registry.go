@@ -117,8 +117,14 @@ type Registry struct {
 	mu       sync.RWMutex
 	snap     *snapshot
 	cancelMu sync.Mutex
-	cancels  map[string]context.CancelCauseFunc
+	cancels  map[callKey]context.CancelCauseFunc
 }
+
+// callKey is a call in flight as a cancellation names it: its caller's
+// account ("" for anonymous) and its call id. The account is part of the
+// key, so that one account can never cancel (or shadow) another's call,
+// whatever call id it sends.
+type callKey struct{ account, id string }
 
 // errCancelled is the cause of a call cancelled through registry.calls.cancel.
 var errCancelled = errors.New("cancelled by the caller")
@@ -203,8 +209,9 @@ func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*regist
 	ctx, cancelCall := context.WithCancelCause(ctx)
 	defer cancelCall(nil)
 	if req.CallID != "" {
-		r.track(req.CallID, cancelCall)
-		defer r.untrack(req.CallID)
+		k := callKey{req.Caller.AccountID, req.CallID}
+		r.track(k, cancelCall)
+		defer r.untrack(k)
 	}
 
 	ctx, span := r.tracer.Start(ctx, "tool "+req.Name, trace.WithAttributes(
@@ -294,22 +301,23 @@ func (r *Registry) progress(subject string) func(ctx context.Context, progress, 
 	}
 }
 
-func (r *Registry) track(id string, cancel context.CancelCauseFunc) {
+func (r *Registry) track(k callKey, cancel context.CancelCauseFunc) {
 	r.cancelMu.Lock()
-	r.cancels[id] = cancel
+	r.cancels[k] = cancel
 	r.cancelMu.Unlock()
 }
 
-func (r *Registry) untrack(id string) {
+func (r *Registry) untrack(k callKey) {
 	r.cancelMu.Lock()
-	delete(r.cancels, id)
+	delete(r.cancels, k)
 	r.cancelMu.Unlock()
 }
 
-// cancelCall cancels the call with id, if this replica runs it.
-func (r *Registry) cancelCall(id string) {
+// cancelCall cancels the call of ev, if this replica runs it for the
+// account ev names.
+func (r *Registry) cancelCall(ev *registry.CancelEvent) {
 	r.cancelMu.Lock()
-	cancel := r.cancels[id]
+	cancel := r.cancels[callKey{ev.AccountID, ev.CallID}]
 	r.cancelMu.Unlock()
 	if cancel != nil {
 		cancel(errCancelled)

@@ -90,7 +90,7 @@ func (s *Service) Start(ctx context.Context) error {
 		pub:     n.Client,
 		tracer:  n.Tracer.Tracer("github.com/mirobody/mirobody-go/registry-svc"),
 		timeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
-		cancels: map[string]context.CancelCauseFunc{},
+		cancels: map[callKey]context.CancelCauseFunc{},
 		deps:    &builtin.Deps{Client: n.Client, Log: s.log, SkillDirs: cfg.SkillDirs},
 		policy: &policy{kinds: newKindsCache(vfs.NewData(n.Client), s.log), vis: Visibility{
 			Allowed:    map[string][]string{registry.AgentDeep: cfg.AllowedToolsDeep, registry.AgentBase: cfg.AllowedToolsBase},
@@ -235,7 +235,7 @@ func (s *Service) serve() error {
 	cancelSub, err := s.node.Conn.Subscribe(registry.SubjectCancel, func(m *nats.Msg) {
 		var ev registry.CancelEvent
 		if json.Unmarshal(m.Data, &ev) == nil && ev.CallID != "" {
-			s.reg.cancelCall(ev.CallID)
+			s.reg.cancelCall(&ev)
 		}
 	})
 	if err != nil {

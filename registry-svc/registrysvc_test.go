@@ -68,6 +68,7 @@ func TestCallValidation(t *testing.T) {
 		{"wrong type", "add", `{"a": "one"}`, []string{"argument a", "want integer"}},
 		{"missing required", "add", `{"b": 1}`, []string{"missing propert", "a"}},
 		{"not an object", "add", `[1, 2]`, []string{"must be a JSON object"}},
+		{"invalid UTF-8", "echo", "{\"text\": \"caf\xe9\"}", []string{"not valid UTF-8"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -194,8 +195,37 @@ func TestCancel(t *testing.T) {
 		}
 		done <- r
 	}()
+	running := func() bool {
+		e.svc.reg.cancelMu.Lock()
+		defer e.svc.reg.cancelMu.Unlock()
+		return e.svc.reg.cancels[callKey{alice.AccountID, "c-1"}] != nil
+	}
+	servicetest.Eventually(t, 10*time.Second, running, "the call never started")
+	// Another account naming the same call id cancels nothing. Events of
+	// one subscription are handled in order, so once a later event got
+	// through, this one was seen (and ignored).
+	for _, ev := range []registry.CancelEvent{{CallID: "c-1", AccountID: "acct-bob"}, {CallID: "c-1"}} {
+		if err := e.client.Cancel(context.Background(), &ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probe := callKey{"acct-probe", "p-1"}
+	probed := make(chan struct{})
+	e.svc.reg.track(probe, func(error) { close(probed) })
+	if err := e.client.Cancel(context.Background(), &registry.CancelEvent{CallID: probe.id, AccountID: probe.account}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-probed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the probe cancellation never arrived")
+	}
+	e.svc.reg.untrack(probe)
+	if !running() {
+		t.Fatal("a cancellation from another account stopped the call")
+	}
 	for {
-		if err := e.client.Cancel(context.Background(), &registry.CancelEvent{CallID: "c-1"}); err != nil {
+		if err := e.client.Cancel(context.Background(), &registry.CancelEvent{CallID: "c-1", AccountID: alice.AccountID}); err != nil {
 			t.Fatal(err)
 		}
 		select {

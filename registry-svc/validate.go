@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -71,6 +72,11 @@ func (v *validator) check(tool string, args json.RawMessage) (json.RawMessage, e
 	var obj map[string]json.RawMessage
 	if args[0] != '{' || json.Unmarshal(args, &obj) != nil {
 		return nil, wire.Errorf(wire.InvalidArgument, "arguments of %s must be a JSON object", tool)
+	}
+	// encoding/json lets invalid UTF-8 through (as U+FFFD when decoded):
+	// a tool would see other text than was sent, and Python none at all.
+	if !utf8.Valid(args) {
+		return nil, wire.Errorf(wire.InvalidArgument, "arguments of %s are not valid UTF-8", tool)
 	}
 	if _, ok := obj["user_info"]; ok {
 		return nil, wire.Errorf(wire.InvalidArgument, "argument user_info of %s is supplied by the server and cannot be passed; accepted arguments: %s", tool, v.acceptedList()).

@@ -180,7 +180,7 @@ func TestGeneticImport(t *testing.T) {
 		&vfs.ImportBeginRequest{AccountID: acct, Kind: vfs.KindGenetic, Format: vfs.FormatRaw})
 	wantCode(t, err, "")
 	_, err = wire.Call[vfs.ImportChunkRequest, vfs.ImportChunkResponse](ctx(t), e.client, vfs.SubjectImportChunk,
-		&vfs.ImportChunkRequest{AccountID: acct, ImportID: begin.ImportID, Seq: 1, FirstLine: 1, Data: "rs1\t1\t1\tAA\n"})
+		&vfs.ImportChunkRequest{AccountID: acct, ImportID: begin.ImportID, Seq: 1, FirstLine: 1, Data: []byte("rs1\t1\t1\tAA\n")})
 	wantCode(t, err, wire.FailedPrecondition)
 	_, err = wire.Call[vfs.ImportCommitRequest, vfs.ImportResult](ctx(t), e.client, vfs.SubjectImportCommit,
 		&vfs.ImportCommitRequest{AccountID: other, ImportID: begin.ImportID})

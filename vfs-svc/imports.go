@@ -55,6 +55,9 @@ func (s *Service) importChunk(ctx context.Context, req *vfs.ImportChunkRequest) 
 	if req.FirstLine < 1 {
 		return nil, wire.Errorf(wire.InvalidArgument, "first_line must be at least 1")
 	}
+	if len(req.LineErrors) > vfs.MaxLineErrors {
+		return nil, wire.Errorf(wire.InvalidArgument, "a chunk carries at most %d line errors", vfs.MaxLineErrors)
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("beginning transaction: %w", err)
@@ -67,8 +70,9 @@ func (s *Service) importChunk(ctx context.Context, req *vfs.ImportChunkRequest) 
 	if req.Seq != imp.nextSeq {
 		return nil, wire.Errorf(wire.FailedPrecondition, "chunk %d arrived, chunk %d was expected", req.Seq, imp.nextSeq)
 	}
+	data := string(req.Data)
 	if req.Seq == 0 {
-		req.Data = strings.TrimPrefix(req.Data, "\ufeff") // spreadsheet exports start with a BOM
+		data = strings.TrimPrefix(data, "\ufeff") // spreadsheet exports start with a BOM
 	}
 	var src pgx.CopyFromSource
 	var table string
@@ -78,7 +82,7 @@ func (s *Service) importChunk(ctx context.Context, req *vfs.ImportChunkRequest) 
 	switch {
 	case imp.kind == vfs.KindGenetic:
 		var rows []geneticRow
-		rows, errs = parseGenetic(req.Data, req.FirstLine)
+		rows, errs = parseGenetic(data, req.FirstLine)
 		n, table, cols = len(rows), "import_genetic", []string{"import_id", "line", "rsid", "chromosome", "position", "genotype"}
 		src = pgx.CopyFromSlice(n, func(i int) ([]any, error) {
 			r := rows[i]
@@ -87,9 +91,9 @@ func (s *Service) importChunk(ctx context.Context, req *vfs.ImportChunkRequest) 
 	default:
 		var rows []healthRow
 		if imp.format == vfs.FormatCSV {
-			rows, errs = parseHealthCSV(req.Data, req.FirstLine)
+			rows, errs = parseHealthCSV(data, req.FirstLine)
 		} else {
-			rows, errs = parseHealthNDJSON(req.Data, req.FirstLine)
+			rows, errs = parseHealthNDJSON(data, req.FirstLine)
 		}
 		n, table, cols = len(rows), "import_health", []string{"import_id", "line", "indicator", "value", "unit", "time", "source"}
 		src = pgx.CopyFromSlice(n, func(i int) ([]any, error) {
@@ -97,6 +101,8 @@ func (s *Service) importChunk(ctx context.Context, req *vfs.ImportChunkRequest) 
 			return []any{req.ImportID, r.line, r.Indicator, r.Value, r.Unit, r.Time, r.Source}, nil
 		})
 	}
+	// The sender's own line errors (over-long lines) count like ours.
+	errs = append(req.LineErrors, errs...)
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{table}, cols, src); err != nil {
 		return nil, fmt.Errorf("staging chunk: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +67,10 @@ func checkText(field, s string, max int, required bool) error {
 	return nil
 }
 
+// errNotUTF8 is the line error of input that is not UTF-8 text (Latin-1
+// or UTF-16 exports, binary files).
+var errNotUTF8 = errors.New("the line is not valid UTF-8 text; save the file as UTF-8")
+
 // newHealthRow validates one row's fields.
 func newHealthRow(indicator, value, unit, when, source string) (vfs.HealthRow, error) {
 	r := vfs.HealthRow{Indicator: strings.TrimSpace(indicator), Unit: strings.TrimSpace(unit), Source: strings.TrimSpace(source)}
@@ -110,6 +115,11 @@ func parseHealthCSV(data string, firstLine int64) ([]healthRow, []vfs.LineError)
 			errs = append(errs, vfs.LineError{Line: abs, Message: err.Error()})
 			continue
 		}
+		if slices.ContainsFunc(rec, func(f string) bool { return !utf8.ValidString(f) }) {
+			errs = append(errs, vfs.LineError{Line: abs, Message: errNotUTF8.Error()})
+			header = false
+			continue
+		}
 		if header {
 			header = false
 			if strings.EqualFold(strings.TrimSpace(rec[0]), "indicator") {
@@ -151,6 +161,10 @@ func parseHealthNDJSON(data string, firstLine int64) ([]healthRow, []vfs.LineErr
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
+		if !utf8.ValidString(line) { // encoding/json would read it as U+FFFD
+			errs = append(errs, vfs.LineError{Line: abs, Message: errNotUTF8.Error()})
+			continue
+		}
 		var j jsonHealth
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
@@ -190,6 +204,10 @@ func parseGenetic(data string, firstLine int64) ([]geneticRow, []vfs.LineError) 
 		abs := firstLine + int64(i)
 		line = strings.TrimRight(line, "\r")
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !utf8.ValidString(line) {
+			errs = append(errs, vfs.LineError{Line: abs, Message: errNotUTF8.Error()})
 			continue
 		}
 		f := strings.Split(line, "\t")

@@ -2,6 +2,7 @@ package vfssvc
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,5 +98,43 @@ func TestParseGenetic(t *testing.T) {
 	}
 	if !slices.Equal(lines, []int64{7, 8, 9, 10}) {
 		t.Errorf("errors = %v", errs)
+	}
+}
+
+// TestParseNotUTF8: a line that is not UTF-8 (a Latin-1 export) is a line
+// error that says so, in every format, and the other lines still parse.
+func TestParseNotUTF8(t *testing.T) {
+	csv := func(d string, l int64) (int, []vfs.LineError) {
+		rows, errs := parseHealthCSV(d, l)
+		return len(rows), errs
+	}
+	ndjson := func(d string, l int64) (int, []vfs.LineError) {
+		rows, errs := parseHealthNDJSON(d, l)
+		return len(rows), errs
+	}
+	genetic := func(d string, l int64) (int, []vfs.LineError) {
+		rows, errs := parseGenetic(d, l)
+		return len(rows), errs
+	}
+	tests := []struct {
+		name  string
+		data  string
+		parse func(string, int64) (int, []vfs.LineError)
+		rows  int
+		line  int64
+	}{
+		{"csv", "indicator,value,unit,time\nCaf\xe9,1,u,2026-01-05\nok,1,u,2026-01-05\n", csv, 1, 2},
+		{"csv header", "indic\xe9tor,value,unit,time\nok,1,u,2026-01-05\n", csv, 1, 1},
+		{"csv quoted field", "ok,1,u,2026-01-05\n\"a\nb\xff\",1,u,2026-01-05\n", csv, 1, 2},
+		{"ndjson", "{\"indicator\":\"\xe9\",\"value\":1,\"unit\":\"\",\"time\":\"2026-01-01\"}\n{\"indicator\":\"y\",\"value\":1,\"unit\":\"\",\"time\":\"2026-01-01\"}\n", ndjson, 1, 1},
+		{"genetic", "rs1\t1\t100\tAG\nrs\xe92\t1\t100\tAG\nrs3\t1\t100\tAG\n", genetic, 2, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, errs := tt.parse(tt.data, 1)
+			if n != tt.rows || len(errs) != 1 || errs[0].Line != tt.line || !strings.Contains(errs[0].Message, "not valid UTF-8") {
+				t.Fatalf("rows %d, errors %+v; want %d rows and an error on line %d", n, errs, tt.rows, tt.line)
+			}
+		})
 	}
 }

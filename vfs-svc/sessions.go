@@ -48,14 +48,22 @@ func (s *Service) loadSession(ctx context.Context, req *vfs.SessionLoadRequest) 
 	}
 	var resp vfs.SessionLoadResponse
 	var msgs []byte
-	err := s.pool.QueryRow(ctx, `SELECT `+sessionCols+`, messages FROM sessions WHERE id = $1 AND account_id = $2`,
+	var mine bool
+	// One row by id whoever owns it: a session id of another account is
+	// refused here, before a turn runs, rather than when its save fails.
+	// Only the owner's row carries its messages out of the database.
+	err := s.pool.QueryRow(ctx, `SELECT `+sessionCols+`, CASE WHEN account_id = $2 THEN messages END, account_id = $2
+		FROM sessions WHERE id = $1`,
 		req.SessionID, req.AccountID).Scan(&resp.Session.ID, &resp.Session.Title, &resp.Session.Agent, &resp.Session.Turns,
-		&resp.Session.Created, &resp.Session.Updated, &msgs)
+		&resp.Session.Created, &resp.Session.Updated, &msgs, &mine)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, wire.Errorf(wire.NotFound, "no session %q", req.SessionID)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("loading session: %w", err)
+	}
+	if !mine {
+		return nil, wire.Errorf(wire.AlreadyExists, "session id %q is already taken; omit session_id to start a new session", req.SessionID)
 	}
 	resp.Messages = msgs
 	return &resp, nil
@@ -87,7 +95,7 @@ func (s *Service) saveSession(ctx context.Context, req *vfs.SessionSaveRequest) 
 			WHERE sessions.account_id = EXCLUDED.account_id
 			RETURNING `+sessionCols, req.SessionID, req.AccountID, truncateTitle(req.Title), req.Agent, []byte(req.Messages)), &out)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return wire.Errorf(wire.NotFound, "no session %q", req.SessionID)
+			return wire.Errorf(wire.AlreadyExists, "session id %q is already taken; omit session_id to start a new session", req.SessionID)
 		}
 		if err != nil {
 			return fmt.Errorf("upserting session: %w", err)

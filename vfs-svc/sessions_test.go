@@ -30,13 +30,18 @@ func TestSessions(t *testing.T) {
 		}{
 			{"bad session id", save(alice, "a/b", "q", `[]`), wire.InvalidArgument},
 			{"bad messages", save(alice, "s2", "q", `{`), wire.InvalidArgument},
-			{"another account's session", save(bob, "s1", "q", `[]`), wire.NotFound},
+			{"another account's session", save(bob, "s1", "q", `[]`), wire.AlreadyExists},
 		}
 		for _, tc := range cases {
 			t.Run(tc.name, func(t *testing.T) { wantCode(t, tc.err, tc.code) })
 		}
-		_, err := ss.Load(c, &vfs.SessionLoadRequest{AccountID: bob, SessionID: "s1"})
-		wantCode(t, err, wire.NotFound)
+		// Loading names the id as taken (a turn is refused before it runs)
+		// without handing out the other account's messages.
+		l, err := ss.Load(c, &vfs.SessionLoadRequest{AccountID: bob, SessionID: "s1"})
+		wantCode(t, err, wire.AlreadyExists)
+		if l != nil {
+			t.Fatalf("another account's session loaded: %+v", l)
+		}
 		_, err = ss.Get(c, &vfs.SessionGetRequest{AccountID: bob, SessionID: "s1"})
 		wantCode(t, err, wire.NotFound)
 		_, err = ss.Delete(c, &vfs.SessionDeleteRequest{AccountID: bob, SessionID: "s1"})

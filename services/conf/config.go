@@ -36,6 +36,10 @@ type Config struct {
 	RateLimitAcct   int      `key:"RATE_LIMIT_ACCOUNT" default:"1200" min:"0"`
 	RateLimitIP     int      `key:"RATE_LIMIT_IP" default:"600" min:"0"`
 
+	// gateway HTTP server timeouts.
+	HTTPReadTimeoutS int `key:"HTTP_READ_TIMEOUT_S" default:"60" min:"1"`
+	HTTPIdleTimeoutS int `key:"HTTP_IDLE_TIMEOUT_S" default:"120" min:"1"`
+
 	// registry-svc.
 	MCPToolDirs         []string `key:"MCP_TOOL_DIRS" default:"builtin"`
 	SkillDirs           []string `key:"SKILL_DIRS" default:"./skills"`

@@ -100,10 +100,13 @@ type CallResponse struct {
 	IsError           bool              `json:"isError,omitempty"`
 }
 
-// CancelEvent cancels a call in flight.
+// CancelEvent cancels a call in flight. It reaches every replica, so it
+// names the caller too: only a call whose Caller.AccountID equals
+// AccountID ("" for anonymous) is cancelled.
 type CancelEvent struct {
-	CallID string `json:"call_id"`
-	Reason string `json:"reason,omitempty"`
+	CallID    string `json:"call_id"`
+	AccountID string `json:"account_id,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // ProgressEvent is one progress notification from a running tool.

@@ -37,10 +37,22 @@ const (
 	FormatRaw = "raw"
 )
 
-// ChunkBytes is the most raw text one chunk carries. JSON escaping of tabs
-// and quotes can nearly double it, and the result must stay well under
-// NATS's default 1 MiB max payload.
+// ChunkBytes is the most raw input one chunk carries. Data travels as
+// base64, so a chunk's size on the wire is 4/3 of it whatever the input
+// holds (quotes, backslashes, control characters), and Import lowers it
+// further when the NATS server's max payload is smaller than NATS's
+// default 1 MiB.
 const ChunkBytes = 256 << 10
+
+// MaxLineBytes is the longest line an import takes (in CSV, a record with
+// quoted newlines counts as one line). A longer one is one line error,
+// never split across chunks: no valid row comes near it, and a file with
+// no newlines at all is one error, not one per chunk.
+const MaxLineBytes = 64 << 10
+
+// chunkEnvelope is room left in a chunk message for everything but its
+// data: ids, line numbers, a line error and the request headers.
+const chunkEnvelope = 4 << 10
 
 // MaxLineErrors bounds the line errors a result carries; ErrorCount has
 // the full count.
@@ -65,13 +77,20 @@ type ImportBeginResponse struct {
 }
 
 // ImportChunkRequest carries whole lines of the input, in order: Seq starts
-// at 0 and FirstLine is the 1-based number of Data's first line.
+// at 0 and FirstLine is the 1-based number of Data's first line. Data is
+// the input's bytes as they are (base64 in JSON): bytes that are not UTF-8
+// reach the parser, which reports their lines, instead of turning into
+// U+FFFD in a JSON string.
 type ImportChunkRequest struct {
 	AccountID string `json:"account_id"`
 	ImportID  string `json:"import_id"`
 	Seq       int64  `json:"seq"`
 	FirstLine int64  `json:"first_line"`
-	Data      string `json:"data"`
+	Data      []byte `json:"data"`
+	// LineErrors are lines the sender refused itself (longer than
+	// MaxLineBytes) and left out of Data; they count as invalid lines of
+	// the import and come back in the response's Errors.
+	LineErrors []LineError `json:"line_errors,omitempty"`
 }
 
 // ImportChunkResponse counts the chunk's valid rows and lists its errors.
@@ -144,9 +163,10 @@ func (d *Data) Import(ctx context.Context, req *ImportRequest, r io.Reader) (*Im
 	}
 	var errs []LineError
 	var nerr int64
-	err = chunkLines(r, ChunkBytes, format == FormatCSV, func(seq, firstLine int64, data []byte) error {
-		resp, err := wire.Call[ImportChunkRequest, ImportChunkResponse](ctx, d.c, SubjectImportChunk, &ImportChunkRequest{
-			AccountID: req.AccountID, ImportID: begin.ImportID, Seq: seq, FirstLine: firstLine, Data: string(data)})
+	chunk, line := chunkSizes(d.c.MaxPayload())
+	err = chunkLines(r, chunk, line, format == FormatCSV, func(c *ImportChunkRequest) error {
+		c.AccountID, c.ImportID = req.AccountID, begin.ImportID
+		resp, err := wire.Call[ImportChunkRequest, ImportChunkResponse](ctx, d.c, SubjectImportChunk, c)
 		if err != nil {
 			return err
 		}
@@ -166,40 +186,92 @@ func (d *Data) Import(ctx context.Context, req *ImportRequest, r io.Reader) (*Im
 	return res, nil
 }
 
+// chunkSizes returns the most raw input per chunk and the longest line
+// for a NATS server whose max payload is maxPayload (0: unknown).
+func chunkSizes(maxPayload int64) (chunk, line int) {
+	chunk = ChunkBytes
+	if maxPayload > 0 {
+		// base64 turns every 3 bytes into 4.
+		chunk = min(chunk, max(1<<10, int(maxPayload-chunkEnvelope)/4*3))
+	}
+	return chunk, min(MaxLineBytes, chunk)
+}
+
 // chunkLines calls send with consecutive chunks of whole lines of at most
-// max bytes (a longer single line is sent alone and rejected by the
-// server). With csvQuotes, a newline inside double quotes does not end a
-// chunk, so a quoted CSV field is never split.
-func chunkLines(r io.Reader, max int, csvQuotes bool, send func(seq, firstLine int64, data []byte) error) error {
+// maxChunk bytes, Seq and FirstLine set. A line longer than maxLine is
+// left out: it is read to its end (which bounds memory whatever the
+// input) and sent as one line error in a chunk of its own. With
+// csvQuotes, a newline inside double quotes does not end a line, so a
+// quoted CSV field is never split (and an unclosed quote makes the rest
+// of the input one line). maxLine must not exceed maxChunk.
+func chunkLines(r io.Reader, maxChunk, maxLine int, csvQuotes bool, send func(*ImportChunkRequest) error) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var buf bytes.Buffer
-	var seq, line, first int64 = 0, 0, 1
+	var buf, rec bytes.Buffer // the chunk being filled; the line being read
+	var seq, lines int64      // chunks sent; newlines read
+	bufFirst, recFirst := int64(1), int64(1)
+	tooLong := false
 	quotes := 0
+	lineStart, comment := true, false
+	emit := func(c *ImportChunkRequest) error {
+		c.Seq = seq
+		seq++
+		return send(c)
+	}
 	flush := func() error {
 		if buf.Len() == 0 {
 			return nil
 		}
-		if err := send(seq, first, buf.Bytes()); err != nil {
-			return err
-		}
-		seq++
-		first = line + 1
+		// Data is copied: send may keep it while buf is reused.
+		err := emit(&ImportChunkRequest{FirstLine: bufFirst, Data: bytes.Clone(buf.Bytes())})
 		buf.Reset()
+		return err
+	}
+	endLine := func() error {
+		defer func() { rec.Reset(); tooLong = false; recFirst = lines + 1 }()
+		if tooLong {
+			if err := flush(); err != nil {
+				return err
+			}
+			return emit(&ImportChunkRequest{FirstLine: recFirst, LineErrors: []LineError{
+				{Line: recFirst, Message: fmt.Sprintf("line is longer than %d bytes", maxLine)}}})
+		}
+		if buf.Len() > 0 && buf.Len()+rec.Len() > maxChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		if buf.Len() == 0 {
+			bufFirst = recFirst
+		}
+		buf.Write(rec.Bytes())
 		return nil
 	}
 	for {
 		part, err := br.ReadSlice('\n')
 		if len(part) > 0 {
-			if csvQuotes {
+			if lineStart {
+				// A # comment is skipped whole by the CSV reader, so its
+				// quotes open nothing.
+				comment = quotes%2 == 0 && part[0] == '#'
+			}
+			lineStart = part[len(part)-1] == '\n'
+			if csvQuotes && !comment {
 				quotes += bytes.Count(part, []byte{'"'})
 			}
-			if part[len(part)-1] == '\n' {
-				line++
+			switch {
+			case tooLong:
+			case rec.Len()+len(part) > maxLine:
+				tooLong = true
+				rec.Reset()
+			default:
+				rec.Write(part)
 			}
-			buf.Write(part)
-			if quotes%2 == 0 && buf.Len() >= max {
-				if ferr := flush(); ferr != nil {
-					return ferr
+			if part[len(part)-1] == '\n' {
+				lines++
+				if quotes%2 == 0 {
+					if ferr := endLine(); ferr != nil {
+						return ferr
+					}
 				}
 			}
 		}
@@ -207,6 +279,11 @@ func chunkLines(r io.Reader, max int, csvQuotes bool, send func(seq, firstLine i
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case errors.Is(err, io.EOF):
+			if rec.Len() > 0 || tooLong {
+				if ferr := endLine(); ferr != nil {
+					return ferr
+				}
+			}
 			return flush()
 		case err != nil:
 			return fmt.Errorf("reading import: %w", err)

@@ -49,7 +49,9 @@ type Turn struct {
 	Events json.RawMessage `json:"events,omitempty"`
 }
 
-// SessionLoadRequest reads the model messages a turn replays.
+// SessionLoadRequest reads the model messages a turn replays. A session id
+// that does not exist is not_found; one that belongs to another account is
+// already_exists (the id is taken), so a turn can be refused before it runs.
 type SessionLoadRequest struct {
 	AccountID string `json:"account_id"`
 	SessionID string `json:"session_id"`
@@ -65,7 +67,7 @@ type SessionLoadResponse struct {
 // SessionSaveRequest records a finished turn in one transaction: the new
 // model messages replace the old ones, and the turn is appended. A session
 // that does not exist is created for the account; one that belongs to
-// another account is not_found.
+// another account is already_exists (the id is taken).
 type SessionSaveRequest struct {
 	AccountID string          `json:"account_id"`
 	SessionID string          `json:"session_id"`

@@ -84,11 +84,20 @@ func (c *Client) call(ctx context.Context, subject string, req, resp any) error 
 	if err != nil {
 		return fail(span, &Error{Code: InvalidArgument, Message: fmt.Sprintf("encoding request for %s: %v", subject, err), cause: err})
 	}
+	// Over the server's max payload, NATS would refuse the publish anyway:
+	// saying so at once, as too_large, beats an opaque failure.
+	if werr := c.checkSize("request", body); werr != nil {
+		return fail(span, werr)
+	}
 	msg := nats.NewMsg(subject)
 	msg.Data = body
 	c.injectHeaders(ctx, msg.Header)
 
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
+	if errors.Is(err, nats.ErrMaxPayload) {
+		// The body fitted, the body plus headers did not.
+		return fail(span, TooLarge("request", int64(len(body)), c.nc.MaxPayload()))
+	}
 	if err != nil {
 		return fail(span, fromTransport(subject, err))
 	}
@@ -97,7 +106,7 @@ func (c *Client) call(ctx context.Context, subject string, req, resp any) error 
 	}
 	if resp != nil && len(reply.Data) > 0 {
 		if err := json.Unmarshal(reply.Data, resp); err != nil {
-			return fail(span, &Error{Code: Internal, Message: fmt.Sprintf("decoding reply from %s: %v", subject, err), cause: err})
+			return fail(span, &Error{Code: Internal, Message: fmt.Sprintf("decoding a reply from the %s service: %v", serviceOf(subject), err), cause: err})
 		}
 	}
 	return nil
@@ -128,11 +137,28 @@ func (c *Client) Publish(ctx context.Context, subject string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encoding event for %s: %w", subject, err)
 	}
+	if werr := c.checkSize("event", body); werr != nil {
+		return fmt.Errorf("publishing %s: %w", subject, werr)
+	}
 	msg := nats.NewMsg(subject)
 	msg.Data = body
 	c.injectHeaders(ctx, msg.Header)
-	if err := c.nc.PublishMsg(msg); err != nil {
+	if err := c.nc.PublishMsg(msg); errors.Is(err, nats.ErrMaxPayload) {
+		return fmt.Errorf("publishing %s: %w", subject, TooLarge("event", int64(len(body)), c.nc.MaxPayload()))
+	} else if err != nil {
 		return fmt.Errorf("publishing %s: %w", subject, err)
+	}
+	return nil
+}
+
+// MaxPayload is the largest message the connection's server accepts, or 0
+// while that is not known yet (not connected).
+func (c *Client) MaxPayload() int64 { return c.nc.MaxPayload() }
+
+// checkSize returns the too_large error for a body over the max payload.
+func (c *Client) checkSize(what string, body []byte) *Error {
+	if limit := c.nc.MaxPayload(); limit > 0 && int64(len(body)) > limit {
+		return TooLarge(what, int64(len(body)), limit)
 	}
 	return nil
 }

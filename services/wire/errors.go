@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 )
@@ -113,29 +114,61 @@ func CodeOf(err error) Code {
 	return Internal
 }
 
+// ReasonTooLarge is the details "reason" of a resource_exhausted error
+// whose payload is over a size limit (the NATS max payload, a body limit),
+// as opposed to a rate or quota.
+const ReasonTooLarge = "too_large"
+
+// TooLarge returns the resource_exhausted error for a payload (what:
+// "request", "reply", "upload"...) of size bytes over limit bytes; size 0
+// means unknown. Details carry the reason and the limit, so that callers
+// can tell it from a rate limit without parsing the message.
+func TooLarge(what string, size, limit int64) *Error {
+	msg := fmt.Sprintf("%s too large: the limit is %d bytes", what, limit)
+	if size > 0 {
+		msg = fmt.Sprintf("%s too large: %d bytes, the limit is %d bytes", what, size, limit)
+	}
+	return &Error{Code: ResourceExhausted, Message: msg, Details: map[string]any{"reason": ReasonTooLarge, "limit_bytes": limit}}
+}
+
+// IsTooLarge reports whether err is (or wraps) a TooLarge error, also after
+// it crossed the wire.
+func IsTooLarge(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == ResourceExhausted && e.Details["reason"] == ReasonTooLarge
+}
+
 // IsCode reports whether err carries the given code.
 func IsCode(err error, code Code) bool { return CodeOf(err) == code }
 
 // fromTransport turns an error from a NATS request into an *Error, keeping the
-// original error as its cause.
+// original error as its cause. The message names the service, never the
+// subject: it may reach an HTTP client, and subjects are internal.
 func fromTransport(subject string, err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
 	code := CodeOf(err)
+	service := serviceOf(subject)
 	msg := ""
 	switch code {
 	case Unavailable:
-		msg = fmt.Sprintf("no service answers %s", subject)
+		msg = fmt.Sprintf("the %s service is unavailable", service)
 	case DeadlineExceeded:
 		if errors.Is(err, context.Canceled) {
-			msg = fmt.Sprintf("request to %s was cancelled", subject)
+			msg = fmt.Sprintf("the request to the %s service was cancelled", service)
 		} else {
-			msg = fmt.Sprintf("request to %s timed out", subject)
+			msg = fmt.Sprintf("the %s service did not answer in time", service)
 		}
 	default:
-		msg = fmt.Sprintf("request to %s failed", subject)
+		msg = fmt.Sprintf("the request to the %s service failed", service)
 	}
 	return &Error{Code: code, Message: msg, cause: err}
+}
+
+// serviceOf is the service a subject belongs to (its first token).
+func serviceOf(subject string) string {
+	service, _, _ := strings.Cut(subject, ".")
+	return service
 }

@@ -258,7 +258,26 @@ func (s *Service) publish(ctx context.Context, r micro.Request, msg *nats.Msg) {
 		return // a publish, not a request: nobody waits for an answer
 	}
 	msg.Subject = r.Reply()
-	if err := s.nc.PublishMsg(msg); err != nil {
+	limit := s.nc.MaxPayload()
+	over := limit > 0 && int64(len(msg.Data)) > limit
+	var err error
+	if !over {
+		err = s.nc.PublishMsg(msg)
+		// NATS's own check counts the headers too; it also runs before
+		// anything is sent.
+		over = errors.Is(err, nats.ErrMaxPayload)
+	}
+	if over && msg.Header.Get(HeaderErrorCode) == "" {
+		// A reply NATS refuses would leave the caller waiting for its
+		// deadline: it gets the reason instead, at once.
+		s.log.WarnContext(ctx, "reply is over the NATS max payload", "subject", r.Subject(), "bytes", len(msg.Data), "limit_bytes", limit)
+		s.reply(ctx, r, TooLarge("reply", int64(len(msg.Data)), limit))
+		return
+	}
+	if over {
+		err = nats.ErrMaxPayload
+	}
+	if err != nil {
 		s.log.WarnContext(ctx, "sending reply failed", "subject", r.Subject(), "err", err)
 	}
 }

@@ -3,6 +3,7 @@ package wire_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,8 @@ type echoReq struct {
 	Text  string `json:"text"`
 	Fail  string `json:"fail,omitempty"`
 	Sleep int    `json:"sleep_ms,omitempty"`
+	// Repeat, when set, makes the reply's text that many copies of Text.
+	Repeat int `json:"repeat,omitempty"`
 }
 
 type echoResp struct {
@@ -53,6 +56,9 @@ func startEcho(t *testing.T, url string, started chan<- struct{}, release <-chan
 			}
 		}
 		_, ok := ctx.Deadline()
+		if req.Repeat > 0 {
+			req.Text = strings.Repeat(req.Text, req.Repeat)
+		}
 		return &echoResp{Text: req.Text, RequestID: wire.RequestID(ctx), HasDeadline: ok}, nil
 	})
 	if err != nil {
@@ -120,6 +126,57 @@ func TestNoRespondersIsUnavailable(t *testing.T) {
 	}
 	if d := time.Since(t0); d > time.Second {
 		t.Errorf("no responders took %s, want prompt", d)
+	}
+	if strings.Contains(err.Error(), "nobody.sys.ping") || !strings.Contains(err.Error(), "nobody service") {
+		t.Errorf("message %q: want the service named, not the subject", err)
+	}
+}
+
+// TestTooLarge: a request or a reply over the NATS max payload fails at
+// once with resource_exhausted too_large and the limit, instead of an
+// internal error (request) or the caller's timeout (reply).
+func TestTooLarge(t *testing.T) {
+	url := servicetest.NATS(t)
+	startEcho(t, url, nil, nil)
+	c := servicetest.Client(t, url)
+	limit := c.MaxPayload()
+	if limit <= 0 {
+		t.Fatalf("max payload %d", limit)
+	}
+	tests := []struct {
+		name string
+		req  echoReq
+		what string
+	}{
+		{"request", echoReq{Text: strings.Repeat("x", int(limit))}, "request too large"},
+		{"reply", echoReq{Text: "0123456789", Repeat: int(limit / 10)}, "reply too large"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t0 := time.Now()
+			_, err := wire.Call[echoReq, echoResp](context.Background(), c, "echo.test.echo", &tt.req)
+			if d := time.Since(t0); d > 5*time.Second {
+				t.Errorf("took %s, want at once", d)
+			}
+			var werr *wire.Error
+			if !errors.As(err, &werr) || werr.Code != wire.ResourceExhausted || !wire.IsTooLarge(err) {
+				t.Fatalf("err = %#v, want resource_exhausted too_large", err)
+			}
+			if !strings.Contains(werr.Message, tt.what) || !strings.Contains(werr.Message, fmt.Sprint(limit)) || strings.Contains(werr.Message, "echo.test") {
+				t.Errorf("message %q: want %q and the limit %d, no subject", werr.Message, tt.what, limit)
+			}
+			if got, _ := werr.Details["limit_bytes"].(float64); werr.Details["reason"] != wire.ReasonTooLarge || (got != float64(limit) && werr.Details["limit_bytes"] != limit) {
+				t.Errorf("details %v", werr.Details)
+			}
+		})
+	}
+	// An event over the limit is refused too, before it is sent.
+	if err := c.Publish(context.Background(), "echo.events", strings.Repeat("y", int(limit))); !wire.IsTooLarge(err) {
+		t.Errorf("publish: %v, want too_large", err)
+	}
+	// The service still answers.
+	if _, err := wire.Call[echoReq, echoResp](context.Background(), c, "echo.test.echo", &echoReq{Text: "ok"}); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -474,8 +474,17 @@ class Host(object):
                 break
             try:
                 msg = json.loads(line)
-            except ValueError:
-                sys.stderr.write("tool host: bad request line\n")
+            except ValueError as e:
+                # Never drop a request silently: its caller would wait for
+                # its deadline. A line that is JSON once decoded leniently
+                # (invalid UTF-8) names its id, which gets the reason.
+                sys.stderr.write("tool host: bad request line: %s\n" % e)
+                try:
+                    mid = json.loads(line.decode("utf-8", "replace")).get("id")
+                except (ValueError, AttributeError):
+                    mid = None
+                if mid is not None:
+                    self.send({"id": mid, "error": "the request is not valid UTF-8 JSON", "invalid": True})
                 continue
             self.loop.call_soon_threadsafe(self.dispatch, msg)
         self.loop.call_soon_threadsafe(self.loop.stop)

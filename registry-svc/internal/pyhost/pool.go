@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -389,6 +390,11 @@ func (p *Pool) pick(ctx context.Context) (*worker, error) {
 // is ready; ctx's error when ctx ended first (the host is asked to cancel
 // the call).
 func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, userInfo any, progress ProgressFunc) (*registry.CallResponse, error) {
+	// Python reads the protocol as UTF-8: other bytes could never be
+	// decoded into the tool's arguments.
+	if !utf8.Valid(args) {
+		return nil, wire.Errorf(wire.InvalidArgument, "the arguments of %s are not valid UTF-8", name)
+	}
 	if !p.enter() {
 		return nil, ErrClosed
 	}
@@ -407,6 +413,8 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, user
 		return nil, err
 	}
 	switch {
+	case r.Invalid:
+		return nil, wire.Errorf(wire.InvalidArgument, "python tool host: %s", r.Error)
 	case r.Error != "":
 		return nil, wire.Errorf(wire.NotFound, "python tool host: %s", r.Error)
 	case r.Result == nil:

@@ -248,3 +248,32 @@ func TestStuckThreadsRecycleHost(t *testing.T) {
 		t.Fatalf("call after replacement: %v", err)
 	}
 }
+
+// TestInvalidUTF8Arguments: arguments that are not UTF-8 are refused at
+// once, and a request line the host cannot decode gets an error reply
+// instead of none (its caller used to wait for TOOL_TIMEOUT_S).
+func TestInvalidUTF8Arguments(t *testing.T) {
+	p, _, _ := startPool(t, Options{Workers: 1}, "../../testdata/calls")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	args := json.RawMessage("{\"text\":\"caf\xe9\"}")
+	if _, err := p.Call(ctx, "echo", args, nil, nil); !wire.IsCode(err, wire.InvalidArgument) {
+		t.Fatalf("Call: %v, want invalid_argument", err)
+	}
+	// Past the pool's check, straight to a host.
+	w, err := p.pick(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := w.request(ctx, &message{Op: "call", Name: "echo", Args: args}, true, nil)
+	if err != nil {
+		t.Fatalf("request: %v (the host never answered)", err)
+	}
+	if !r.Invalid || !strings.Contains(r.Error, "UTF-8") {
+		t.Fatalf("reply %+v, want an invalid request error", r)
+	}
+	// The host still serves.
+	if out, err := call(t, p, ctx, "echo", `{"text":"ok"}`); err != nil || !strings.Contains(out, "ok") {
+		t.Fatalf("echo after: %s %v", out, err)
+	}
+}

@@ -40,8 +40,10 @@ type message struct {
 	Error     string                 `json:"error,omitempty"`
 	Traceback string                 `json:"traceback,omitempty"`
 	Cancelled bool                   `json:"cancelled,omitempty"`
-	Pong      bool                   `json:"pong,omitempty"`
-	Abandoned int                    `json:"abandoned,omitempty"`
+	// Invalid says the host could not read the request (Error says why).
+	Invalid   bool `json:"invalid,omitempty"`
+	Pong      bool `json:"pong,omitempty"`
+	Abandoned int  `json:"abandoned,omitempty"`
 	// Progress, Total and Message come with op "progress" for call ID.
 	Progress float64 `json:"progress,omitempty"`
 	Total    float64 `json:"total,omitempty"`
