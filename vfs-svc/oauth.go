@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -263,6 +264,14 @@ func (s *Service) rotateOAuthRefresh(ctx context.Context, req *vfs.OAuthRefreshR
 	}
 	next := req.Next
 	next.Family, next.ClientID, next.AccountID, next.Resource = old.Family, old.ClientID, old.AccountID, old.Resource
+	if next.Scope == "" {
+		next.Scope = old.Scope
+	}
+	for _, sc := range strings.Fields(next.Scope) {
+		if !slices.Contains(strings.Fields(old.Scope), sc) {
+			return nil, wire.Errorf(wire.InvalidArgument, "scope %q exceeds the grant", sc)
+		}
+	}
 	if err := validRefresh(&next); err != nil {
 		return nil, err
 	}

@@ -104,7 +104,8 @@ type OAuthRefresh struct {
 }
 
 // OAuthRefreshRotateRequest spends the refresh token Hash of ClientID and
-// stores Next (same family) in its place. Presenting a spent token again is
+// stores Next (same family; an empty Next.Scope keeps the grant's, a wider
+// one is invalid_argument) in its place. Presenting a spent token again is
 // reuse: the whole family is revoked and the call is unauthenticated.
 type OAuthRefreshRotateRequest struct {
 	Hash     string       `json:"hash"`
