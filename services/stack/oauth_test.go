@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -291,4 +293,32 @@ func TestOAuthFlow(t *testing.T) {
 			t.Errorf("document naming another client_id: %d", resp.StatusCode)
 		}
 	})
+}
+
+// TestOAuthTSClient is the "done when": the official TypeScript SDK
+// client, holding no API key, completes OAuth against the dev stack through
+// its OAuthClientProvider and calls a tool as the signed-in user, then
+// refreshes a dead access token by itself.
+func TestOAuthTSClient(t *testing.T) {
+	d := startOAuthDev(t)
+	node, dir := nodeTools(t)
+	// Node resolves the SDK from the script's folder: it runs from the cache.
+	script := filepath.Join(dir, "ts-oauth.mjs")
+	src, err := os.ReadFile("testdata/ts-oauth.mjs")
+	must(t, err)
+	must(t, os.WriteFile(script, src, 0o644))
+	out := runNode(t, dir, node, 0, script, d.Base+"/mcp", d.Email, d.Password)
+	var got struct {
+		Unauthorized bool
+		Account      string
+		Refreshed    string
+		Tools        int
+	}
+	if err := json.Unmarshal(lastLine(out), &got); err != nil {
+		t.Fatalf("script output %s: %v", out, err)
+	}
+	want := "account " + d.AccountID
+	if !got.Unauthorized || got.Account != want || got.Refreshed != want || got.Tools == 0 {
+		t.Fatalf("got %+v, want the SDK refused, then %q twice\n%s", got, want, out)
+	}
 }
