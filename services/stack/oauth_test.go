@@ -1,16 +1,21 @@
 package stack
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // registerClient registers a public client by RFC 7591 and returns its id.
@@ -320,5 +325,65 @@ func TestOAuthTSClient(t *testing.T) {
 	want := "account " + d.AccountID
 	if !got.Unauthorized || got.Account != want || got.Refreshed != want || got.Tools == 0 {
 		t.Fatalf("got %+v, want the SDK refused, then %q twice\n%s", got, want, out)
+	}
+}
+
+// TestOAuthConformance runs the conformance suite's authorization server
+// scenarios (metadata, authorization code grant) against the dev stack.
+// The suite prints the authorization URL for a human; the test plays the
+// browser: signs in, allows, and follows the redirect to the suite's
+// callback listener.
+func TestOAuthConformance(t *testing.T) {
+	d := startOAuthDev(t)
+	node, dir := nodeTools(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	_, port, _ := net.SplitHostPort(l.Addr().String())
+	must(t, l.Close())
+	client := registerClient(t, d.Base, "http://127.0.0.1:"+port+"/callback")
+	suite := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, suite, "authorization", "--url", d.Base, "--client-id", client,
+		"--resource", d.Base+"/mcp", "--port", port, "-o", t.TempDir())
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	stdout, err := cmd.StdoutPipe()
+	must(t, err)
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	must(t, cmd.Start())
+	var out bytes.Buffer
+	sc := bufio.NewScanner(stdout)
+	b := newBrowser(t)
+	// The suite announces its callback listener after the URL: the browser
+	// goes back only once both lines are seen.
+	var back *url.URL
+	listening := false
+	for sc.Scan() {
+		line := sc.Text()
+		out.WriteString(line + "\n")
+		switch {
+		case strings.HasPrefix(line, d.Base+"/oauth/authorize?"):
+			back = b.signIn(d, line)
+		case strings.HasPrefix(line, "Callback server started"):
+			listening = true
+		}
+		if back != nil && listening {
+			if resp, body := b.get(back.String()); resp.StatusCode != 200 {
+				t.Errorf("suite callback: %d %s", resp.StatusCode, body)
+			}
+			back = nil
+		}
+	}
+	err = cmd.Wait()
+	t.Logf("conformance authorization:\n%s%s", out.Bytes(), errOut.Bytes())
+	if err != nil {
+		t.Fatalf("conformance authorization failed: %v", err)
+	}
+	for _, want := range []string{"authorization-server-metadata-endpoint", "authorization-code-grant", " 0 failed"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output names no %s", want)
+		}
 	}
 }
