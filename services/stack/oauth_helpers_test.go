@@ -32,6 +32,8 @@ type oauthDev struct {
 	Password  string
 	AccountID string
 	Accounts  *vfs.Accounts
+	// Config is the stack's configuration once started.
+	Config *conf.Config
 }
 
 // startOAuthDev starts the dev stack serving the example tool my_account.
@@ -62,7 +64,7 @@ func startOAuthDev(t *testing.T) *oauthDev {
 func newOAuthAccount(t *testing.T, cfg *conf.Config, base string) *oauthDev {
 	t.Helper()
 	accounts := vfs.NewAccounts(servicetest.Client(t, cfg.NATSURL))
-	d := &oauthDev{Base: base, Email: "oauth-user@example.com", Password: "correct horse battery", Accounts: accounts}
+	d := &oauthDev{Base: base, Email: "oauth-user@example.com", Password: "correct horse battery", Accounts: accounts, Config: cfg}
 	a, err := accounts.Create(context.Background(), &vfs.AccountCreateRequest{Email: d.Email, Password: d.Password})
 	must(t, err)
 	d.AccountID = a.ID

@@ -16,6 +16,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mirobody/mirobody-go/gateway"
+	"github.com/mirobody/mirobody-go/services/servicetest"
 )
 
 // registerClient registers a public client by RFC 7591 and returns its id.
@@ -100,6 +103,21 @@ func TestOAuthFlow(t *testing.T) {
 	if st, out := callMyAccount(t, base, "Authorization", "Bearer "+access); st != 200 || !strings.Contains(out, "account "+d.AccountID) {
 		t.Fatalf("my_account with the access token: %d %s", st, out)
 	}
+	// Another gateway replica (same vfs-svc, same SECRET_KEY) opens the
+	// stored signing key: it accepts the token and serves the same JWKS.
+	c2 := *d.Config
+	c2.HTTPAddr = "127.0.0.1:0"
+	gw2 := gateway.New(gateway.Options{Config: &c2, Log: servicetest.Logger(t)})
+	startGroup(t, gw2)
+	if st, out := callMyAccount(t, "http://"+gw2.Addr(), "Authorization", "Bearer "+access); st != 200 || !strings.Contains(out, "account "+d.AccountID) {
+		t.Fatalf("my_account on a second replica: %d %s", st, out)
+	}
+	_, jwks1 := httpGet(t, base+"/.well-known/jwks.json", "")
+	_, jwks2 := httpGet(t, "http://"+gw2.Addr()+"/.well-known/jwks.json", "")
+	if !bytes.Equal(jwks1, jwks2) || !bytes.Contains(jwks1, []byte(`"crv":"Ed25519"`)) {
+		t.Errorf("replicas serve different JWKS:\n%s\n%s", jwks1, jwks2)
+	}
+
 	// The login cookie never authenticates /mcp or /api.
 	u, _ := url.Parse(base + "/oauth/authorize")
 	var cookies []string
