@@ -21,6 +21,8 @@ const (
 	agentTokenMaxTTL = 10 * time.Minute
 	// agentClientID is the client_id claim of tokens minted for agents.
 	agentClientID = "mirobody-agent"
+	// clockSkew is the leeway on iat and exp between replicas' clocks.
+	clockSkew = 30 * time.Second
 )
 
 // agentProfiles maps the agent claim of a token to the visibility profile
@@ -99,7 +101,7 @@ func (ti *tokenIssuer) parse(ctx context.Context, token, audience string) (*acce
 		}
 		return pub, err
 	}, jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}), jwt.WithIssuer(ti.issuer), jwt.WithAudience(audience),
-		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(ti.now))
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithLeeway(clockSkew), jwt.WithTimeFunc(ti.now))
 	if keyErr != nil {
 		// The store is down: not the client's fault, so not a 401.
 		return nil, wire.Errorf(wire.Unavailable, "token keys are unavailable")

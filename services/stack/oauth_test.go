@@ -118,6 +118,20 @@ func TestOAuthFlow(t *testing.T) {
 		t.Errorf("replicas serve different JWKS:\n%s\n%s", jwks1, jwks2)
 	}
 
+	// A replica whose SECRET_KEY changed cannot open the stored key: it
+	// makes a new one, and keeps the old public key in its JWKS.
+	c3 := *d.Config
+	c3.HTTPAddr, c3.SecretKey = "127.0.0.1:0", "another secret key"
+	gw3 := gateway.New(gateway.Options{Config: &c3, Log: servicetest.Logger(t)})
+	startGroup(t, gw3)
+	var set1, set3 struct{ Keys []struct{ Kid string } }
+	_, jwks3 := httpGet(t, "http://"+gw3.Addr()+"/.well-known/jwks.json", "")
+	must(t, json.Unmarshal(jwks1, &set1))
+	must(t, json.Unmarshal(jwks3, &set3))
+	if len(set1.Keys) != 1 || len(set3.Keys) != 2 || set3.Keys[1].Kid != set1.Keys[0].Kid {
+		t.Errorf("JWKS after a SECRET_KEY change: %s, before: %s", jwks3, jwks1)
+	}
+
 	// The login cookie never authenticates /mcp or /api.
 	u, _ := url.Parse(base + "/oauth/authorize")
 	var cookies []string
