@@ -49,9 +49,9 @@ func InboxPrefix(identity string) string { return "_INBOX." + identity }
 // Grants returns the permission table: the single source of truth for the
 // embedded servers (dev, tests) and deploy/nats/auth.conf.
 func Grants() []Grant {
-	// The vfs groups that mint or reveal identities (accounts, API keys):
-	// only the gateway and the operator may call them.
-	identityGroups := []string{"vfs.accounts.>", "vfs.keys.>"}
+	// The vfs groups that mint or reveal identities (accounts, API keys,
+	// OAuth codes and tokens): only the gateway and the operator may call them.
+	identityGroups := []string{"vfs.accounts.>", "vfs.keys.>", "vfs.oauth.>"}
 	return []Grant{
 		service(IdentityVFS, []string{"events.vfs.>", "events.data.>", "events.keys.>"}, nil),
 		service(IdentityRegistry, []string{"vfs.>", "events.registry.>", wire.StreamPrefix + ".>"}, identityGroups),

@@ -21,6 +21,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // oauthDev is a dev stack (Dev, as `mirobody dev` starts it, on the test
@@ -63,7 +64,11 @@ func startOAuthDev(t *testing.T) *oauthDev {
 
 func newOAuthAccount(t *testing.T, cfg *conf.Config, base string) *oauthDev {
 	t.Helper()
-	accounts := vfs.NewAccounts(servicetest.Client(t, cfg.NATSURL))
+	// The dev stack's NATS knows only its identities: connect as the cli.
+	nc, err := cliConn(cfg, "oauth-test", servicetest.Logger(t))
+	must(t, err)
+	t.Cleanup(nc.Close)
+	accounts := vfs.NewAccounts(wire.NewClient(wire.ClientOptions{Conn: nc}))
 	d := &oauthDev{Base: base, Email: "oauth-user@example.com", Password: "correct horse battery", Accounts: accounts, Config: cfg}
 	a, err := accounts.Create(context.Background(), &vfs.AccountCreateRequest{Email: d.Email, Password: d.Password})
 	must(t, err)
