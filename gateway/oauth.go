@@ -113,7 +113,8 @@ func (s *Service) oauthRoutes(e *echo.Echo) {
 	}
 	e.GET("/.well-known/jwks.json", o.jwks, open)
 	e.OPTIONS("/.well-known/jwks.json", noContent, open)
-	g := e.Group("/oauth", o.rateLimit)
+	// Every /oauth request is a small form or JSON document.
+	g := e.Group("/oauth", o.rateLimit, middleware.BodyLimit("64K"))
 	g.GET("/authorize", o.authorize)
 	g.POST("/login", o.login)
 	g.POST("/consent", o.consent)

@@ -181,3 +181,13 @@ func TestOAuthEndpoints(t *testing.T) {
 		t.Error("/oauth/* is not rate limited per IP")
 	}
 }
+
+func TestOAuthBodyLimit(t *testing.T) {
+	f := startFakes(t)
+	base := strings.TrimSuffix(startGateway(t, testConfig(t, f.url)), "/mcp")
+	resp, _ := send(t, http.MethodPost, base+"/oauth/token", "grant_type=refresh_token&refresh_token="+strings.Repeat("x", 70<<10),
+		"Content-Type", "application/x-www-form-urlencoded")
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 70 KiB token request: %d", resp.StatusCode)
+	}
+}
