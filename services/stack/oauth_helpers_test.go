@@ -76,21 +76,21 @@ func newOAuthAccount(t *testing.T, cfg *conf.Config, base string) *oauthDev {
 	return d
 }
 
-// browser is a cookie-keeping HTTP client that does not follow redirects,
+// userAgent is a cookie-keeping HTTP client that does not follow redirects,
 // so the test sees each one as a user agent would.
-type browser struct {
+type userAgent struct {
 	t *testing.T
 	c *http.Client
 }
 
-func newBrowser(t *testing.T) *browser {
+func newUserAgent(t *testing.T) *userAgent {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	must(t, err)
-	return &browser{t: t, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &userAgent{t: t, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
-func (b *browser) do(req *http.Request) (*http.Response, string) {
+func (b *userAgent) do(req *http.Request) (*http.Response, string) {
 	b.t.Helper()
 	resp, err := b.c.Do(req)
 	if err != nil {
@@ -101,14 +101,14 @@ func (b *browser) do(req *http.Request) (*http.Response, string) {
 	return resp, string(body)
 }
 
-func (b *browser) get(u string) (*http.Response, string) {
+func (b *userAgent) get(u string) (*http.Response, string) {
 	b.t.Helper()
 	req, err := http.NewRequest(http.MethodGet, u, nil)
 	must(b.t, err)
 	return b.do(req)
 }
 
-func (b *browser) post(u string, form url.Values) (*http.Response, string) {
+func (b *userAgent) post(u string, form url.Values) (*http.Response, string) {
 	b.t.Helper()
 	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(form.Encode()))
 	must(b.t, err)
@@ -134,7 +134,7 @@ func formOf(t *testing.T, page string) url.Values {
 // signIn follows an authorization URL through the login and consent pages
 // as a user who allows access, and returns where the server sends the
 // browser back to.
-func (b *browser) signIn(d *oauthDev, authURL string) *url.URL {
+func (b *userAgent) signIn(d *oauthDev, authURL string) *url.URL {
 	b.t.Helper()
 	resp, page := b.get(authURL)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, `action="/oauth/login"`) {
@@ -151,7 +151,7 @@ func (b *browser) signIn(d *oauthDev, authURL string) *url.URL {
 }
 
 // allow answers a consent page with Allow.
-func (b *browser) allow(d *oauthDev, page string) *url.URL {
+func (b *userAgent) allow(d *oauthDev, page string) *url.URL {
 	b.t.Helper()
 	form := formOf(b.t, page)
 	form.Set("action", "allow")

@@ -75,7 +75,7 @@ func TestOAuthFlow(t *testing.T) {
 		t.Fatalf("AS metadata: %d %s", code, body)
 	}
 
-	b := newBrowser(t)
+	b := newUserAgent(t)
 	verifier, challenge := pkce()
 	// Any loopback port is the registered redirect (RFC 8252 §7.3).
 	native := "http://127.0.0.1:54321/callback"
@@ -139,7 +139,7 @@ func TestOAuthFlow(t *testing.T) {
 		cookies = append(cookies, c.Name+"="+c.Value)
 	}
 	if len(cookies) < 2 {
-		t.Fatalf("browser holds cookies %v, want session and csrf", cookies)
+		t.Fatalf("userAgent holds cookies %v, want session and csrf", cookies)
 	}
 	if st, out := callMyAccount(t, base, "Cookie", strings.Join(cookies, "; ")); st != 401 {
 		t.Errorf("my_account with the login cookie: %d %s", st, out)
@@ -278,7 +278,7 @@ func TestOAuthFlow(t *testing.T) {
 	})
 
 	t.Run("pages", func(t *testing.T) {
-		fresh := newBrowser(t)
+		fresh := newUserAgent(t)
 		_, ch := pkce()
 		resp, page := fresh.get(authURL(base, client, redirect, ch))
 		if resp.StatusCode != 200 || resp.Header.Get("X-Frame-Options") != "DENY" {
@@ -387,7 +387,7 @@ func TestOAuthConformance(t *testing.T) {
 	must(t, cmd.Start())
 	var out bytes.Buffer
 	sc := bufio.NewScanner(stdout)
-	b := newBrowser(t)
+	b := newUserAgent(t)
 	// The suite announces its callback listener after the URL: the browser
 	// goes back only once both lines are seen.
 	var back *url.URL
