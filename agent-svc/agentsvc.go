@@ -101,7 +101,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.node = n
 	s.sessions = vfs.NewSessions(n.Client)
 	s.repl = jsrepl.NewStore(jsrepl.Options{Timeout: time.Duration(cfg.JSTimeoutS) * time.Second, MaxToolCalls: cfg.JSMaxToolCalls,
-		MaxOutput: cfg.JSMaxOutput, TTL: time.Duration(cfg.JSStateTTLS) * time.Second, Log: s.log})
+		MaxOutput: cfg.JSMaxOutput, MaxMemory: int64(cfg.JSMaxMemory), TTL: time.Duration(cfg.JSStateTTLS) * time.Second, Log: s.log})
 	subagents := map[string]deep.Subagent{}
 	for k, v := range cfg.SubagentsDeep {
 		subagents[k] = deep.Subagent{Description: v.Description, Prompt: v.Prompt}
