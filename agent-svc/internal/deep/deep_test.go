@@ -208,3 +208,27 @@ func TestProviderErrorEvents(t *testing.T) {
 		}
 	}
 }
+
+// After an eval over the memory budget, the model learns that the state is
+// gone, in that eval's result and in the next one.
+func TestREPLMemoryResetNotice(t *testing.T) {
+	srv := scripted.New(scripted.Sequence(
+		scripted.Step{Calls: []scripted.Call{{Name: "js_eval", Args: `{"code":"globalThis.x = 1; 'x'.repeat(2 ** 30)"}`}}},
+		scripted.Step{Calls: []scripted.Call{{Name: "js_eval", Args: `{"code":"typeof x"}`}}},
+		scripted.Step{Text: "ok"}))
+	t.Cleanup(srv.Close)
+	a := New(Options{Log: servicetest.Logger(t), REPL: jsrepl.NewStore(jsrepl.Options{MaxMemory: 32 << 20, Log: servicetest.Logger(t)})})
+	_, err := a.Run(context.Background(), &turn.Turn{AccountID: "a", SessionID: "mem", Question: "q", Model: "m",
+		Provider: llm.NewOpenAI(llm.ClientOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: "k"}), Emit: func(agent.Event) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	first, second := reqs[1].ToolResults()[0], reqs[2].ToolResults()[0]
+	if !strings.Contains(first.Content, "Error: the eval exceeded the REPL memory budget of 32 MiB") {
+		t.Errorf("breaching eval: %+v", first)
+	}
+	if !strings.Contains(second.Content, "REPL state was reset because an earlier eval went over the memory budget") || !strings.Contains(second.Content, "=> undefined") {
+		t.Errorf("next eval: %q", second.Content)
+	}
+}

@@ -307,21 +307,28 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 		}
 		// Waiting for a tool runs no JavaScript: let other evals run.
 		m.release()
+		held = false
+		if m.breached.Load() {
+			break
+		}
+		var st settled
 		select {
-		case st := <-done:
-			if err = m.acquire(ctx); err != nil {
-				held = false
-				err = &goja.InterruptedError{}
-				break
-			}
-			if st.err != nil {
-				err = st.reject(rt.NewGoError(st.err))
-			} else {
-				err = st.resolve(st.value)
-			}
+		case st = <-done:
 		case <-ctx.Done():
-			held = false
 			err = &goja.InterruptedError{}
+		}
+		if err != nil {
+			break
+		}
+		if err = m.acquire(ctx); err != nil {
+			err = &goja.InterruptedError{}
+			break
+		}
+		held = true
+		if st.err != nil {
+			err = st.reject(rt.NewGoError(st.err))
+		} else {
+			err = st.resolve(st.value)
 		}
 	}
 	if err == nil && async && !m.breached.Load() {

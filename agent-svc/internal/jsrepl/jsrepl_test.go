@@ -45,7 +45,7 @@ func TestEval(t *testing.T) {
 		{"no require", `typeof require + typeof process + typeof fetch + typeof XMLHttpRequest + typeof Deno`, "=> undefinedundefinedundefinedundefinedundefined", ""},
 		{"syntax error", `let = ;`, "", "SyntaxError"},
 		{"deep recursion", `function f(n) { return [n].map(x => f(x + 1)) } f(0)`, "", "RangeError"},
-		{"memory grows only until the time budget", `let a = []; while (true) a.push("x".repeat(10))`, "", "time budget"},
+		{"an allocation loop meets the time budget first", `let a = []; while (true) a.push("x".repeat(10))`, "", "time budget"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

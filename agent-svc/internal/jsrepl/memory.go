@@ -74,6 +74,9 @@ func newMeter(rt *goja.Runtime, gate chan struct{}, limit, retained int64) *mete
 
 // acquire takes the gate, so that this eval alone runs JavaScript.
 func (m *meter) acquire(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err // select would pick at random between a free gate and a done ctx
+	}
 	select {
 	case m.gate <- struct{}{}:
 	case <-ctx.Done():
