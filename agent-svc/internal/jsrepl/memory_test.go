@@ -12,7 +12,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/servicetest"
 )
 
-const testBudget = 64 << 20
+const testBudget = 32 << 20
 
 func memStore(t *testing.T) *Store {
 	t.Helper()
@@ -56,7 +56,7 @@ func TestMemoryBudget(t *testing.T) {
 		// the budget (string concatenation doubles).
 		overshoot bool
 	}{
-		{name: "array of strings in a loop", code: `let a = []; for (let i = 0; ; i++) a.push("x".repeat(1000) + i)`},
+		{name: "array of strings in a loop", code: `let a = []; for (let i = 0; ; i++) a.push("x".repeat(10000) + i)`},
 		{name: "objects kept on globalThis", code: `globalThis.keep = []; for (;;) keep.push({a: Math.random(), b: [1, 2, 3]})`},
 		{name: "string doubling", code: `let s = "x"; for (;;) s += s`, overshoot: true},
 		{name: "growth after an await", code: `await tools.list(); globalThis.keep = []; for (;;) keep.push([Math.random()])`},
@@ -86,7 +86,7 @@ func TestMemoryBudget(t *testing.T) {
 			start := time.Now()
 			res := s.Eval(context.Background(), &EvalRequest{Session: session, Code: tc.code, Tools: []string{"list"}, Call: call})
 			peak := stop()
-			if !strings.Contains(res.Error, "memory budget of 64 MiB (JS_MAX_MEMORY_BYTES)") || !strings.Contains(res.Error, "state was reset") {
+			if !strings.Contains(res.Error, "memory budget of 32 MiB (JS_MAX_MEMORY_BYTES)") || !strings.Contains(res.Error, "state was reset") {
 				t.Fatalf("error %q output %q, want a memory budget error", res.Error, res.Output)
 			}
 			t.Logf("stopped after %v, peak heap %d MiB over the baseline", time.Since(start).Round(time.Millisecond), (peak-base)>>20)
@@ -102,7 +102,7 @@ func TestMemoryBudget(t *testing.T) {
 			if s.Has(session) {
 				t.Error("the breached state is still held")
 			}
-			if grown := liveHeap() - base; grown > 16<<20 {
+			if grown := liveHeap() - base; grown > 8<<20 {
 				t.Errorf("after the breach the heap stays %d MiB above the baseline", grown>>20)
 			}
 			next := s.Eval(context.Background(), &EvalRequest{Session: session, Code: "typeof before"})
@@ -119,7 +119,7 @@ func TestMemoryBudget(t *testing.T) {
 // State kept across evals counts: each eval alone fits, together they do not.
 func TestMemoryStateAcrossEvals(t *testing.T) {
 	s := memStore(t)
-	keep := `globalThis.keep = globalThis.keep || []; for (let i = 0; i < 50000; i++) keep.push([i]); keep.length`
+	keep := `globalThis.keep = globalThis.keep || []; for (let i = 0; i < 25000; i++) keep.push([i]); keep.length`
 	var res EvalResult
 	evals := 0
 	for evals < 20 && res.Error == "" {
@@ -133,7 +133,7 @@ func TestMemoryStateAcrossEvals(t *testing.T) {
 	// Garbage is not state: evals that allocate and drop much more than
 	// the budget, one after another, stay within it.
 	for i := 0; i < 3; i++ {
-		res := s.Eval(context.Background(), &EvalRequest{Session: "churn", Code: `(() => { let n = 0; for (let i = 0; i < 200000; i++) n += [i, i].length; return n })()`})
+		res := s.Eval(context.Background(), &EvalRequest{Session: "churn", Code: `(() => { let n = 0; for (let i = 0; i < 100000; i++) n += [i, i].length; return n })()`})
 		if res.Error != "" {
 			t.Fatalf("churn eval %d: %s", i, res.Error)
 		}
