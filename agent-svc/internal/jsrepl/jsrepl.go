@@ -246,6 +246,11 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 			} else {
 				parts[i] = show(a)
 			}
+			// Cut before joining: the output is capped anyway, and a join
+			// would copy a large value outside the memory budget.
+			if len(parts[i]) > s.opts.MaxOutput {
+				parts[i] = parts[i][:s.opts.MaxOutput]
+			}
 		}
 		out.write(strings.Join(parts, " ") + "\n")
 		return goja.Undefined()
