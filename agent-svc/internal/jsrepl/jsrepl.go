@@ -230,10 +230,17 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	ss.cur = m
-	defer func() { ss.cur = nil }()
-	stopWatch := make(chan struct{})
-	go m.watch(stopWatch)
-	defer close(stopWatch)
+	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
+	go m.watch(ctx, stopWatch, watchDone)
+	stop := context.AfterFunc(ctx, func() { rt.Interrupt("time budget exceeded") })
+	defer func() {
+		// The watcher may interrupt until it is gone; only then clear.
+		close(stopWatch)
+		<-watchDone
+		stop()
+		rt.ClearInterrupt()
+		ss.cur = nil
+	}()
 
 	out := &capped{max: s.opts.MaxOutput}
 	show := shower(rt)
@@ -292,12 +299,6 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 	}
 	_ = rt.Set("tools", tools)
 
-	stop := context.AfterFunc(ctx, func() { rt.Interrupt("time budget exceeded") })
-	defer func() {
-		stop()
-		rt.ClearInterrupt()
-	}()
-
 	code := req.Code
 	async := awaitPattern.MatchString(code)
 	if async {
@@ -342,7 +343,7 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 			err = errors.New(show(p.Result()))
 			if o, ok := p.Result().(*goja.Object); ok {
 				if msg := o.Get("message"); msg != nil {
-					err = errors.New(o.Get("name").String() + ": " + msg.String())
+					err = errors.New(safeString(o.Get("name")) + ": " + safeString(msg))
 				}
 			}
 		} else {
@@ -365,7 +366,7 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 	case isInterrupt(err) || ctx.Err() != nil:
 		res.Error = fmt.Sprintf("interrupted: the eval exceeded its time budget of %s", s.opts.Timeout)
 	case errors.As(err, &ex):
-		res.Error = ex.Value().String()
+		res.Error = safeString(ex.Value())
 	default:
 		res.Error = err.Error()
 	}
@@ -401,8 +402,25 @@ func shower(rt *goja.Runtime) func(goja.Value) string {
 				return s.String()
 			}
 		}
-		return v.String()
+		return safeString(v)
 	}
+}
+
+// safeString converts v with its toString, which is JavaScript that may
+// throw, meet a memory guard or be interrupted, possibly with no
+// JavaScript frame to catch it. A swallowed interrupt is raised again by
+// the watcher.
+func safeString(v goja.Value) (s string) {
+	defer func() {
+		switch r := recover().(type) {
+		case nil:
+		case *goja.Exception, *goja.InterruptedError, *goja.StackOverflowError:
+			s = "[a value whose toString failed]"
+		default:
+			panic(r)
+		}
+	}()
+	return v.String()
 }
 
 // capped is an output buffer that keeps at most max bytes.

@@ -130,15 +130,18 @@ func (m *meter) over(need int64) bool {
 	return u+need > m.limit
 }
 
-// breach interrupts the runtime once.
+// breach marks the eval over budget and interrupts the runtime.
 func (m *meter) breach() {
-	if m.breached.CompareAndSwap(false, true) {
-		m.rt.Interrupt(&memoryError{limit: m.limit})
-	}
+	m.breached.Store(true)
+	m.rt.Interrupt(&memoryError{limit: m.limit})
 }
 
-// watch samples the heap while the eval holds the gate, until stop closes.
-func (m *meter) watch(stop <-chan struct{}) {
+// watch samples the heap while the eval holds the gate, until stop closes;
+// then it closes done. goja clears an interrupt once raised, and a native
+// caller may swallow it, so a breach or the end of ctx (the time budget)
+// is raised again at every tick until the eval ends.
+func (m *meter) watch(ctx context.Context, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
@@ -146,9 +149,13 @@ func (m *meter) watch(stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-t.C:
-			if m.start.Load() != 0 && m.over(0) {
+			switch {
+			case m.breached.Load():
+				m.rt.Interrupt(&memoryError{limit: m.limit})
+			case ctx.Err() != nil:
+				m.rt.Interrupt("time budget exceeded")
+			case m.start.Load() != 0 && m.over(0):
 				m.breach()
-				return
 			}
 		}
 	}

@@ -72,6 +72,7 @@ func TestMemoryBudget(t *testing.T) {
 		{name: "split", code: `"x".repeat(2 ** 23).split("")`},
 		{name: "replaceAll", code: `"x".repeat(2 ** 20).replaceAll("x", "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy")`},
 		{name: "JSON.stringify", code: `const big = "x".repeat(2 ** 20); JSON.stringify(new Array(2 ** 10).fill(big))`},
+		{name: "result too big to show", code: `globalThis.big = new Array(40).fill("x".repeat(2 ** 20)); big`},
 		{name: "console.log of a big value", code: `const big = "x".repeat(2 ** 20); console.log(new Array(2 ** 10).fill(big))`},
 	}
 	s := memStore(t)
