@@ -39,7 +39,8 @@ type Options struct {
 	Log *slog.Logger
 }
 
-// Store holds the runtimes of the sessions this replica has seen.
+// Store holds the runtimes of the sessions this replica has seen. A
+// process holds one: its gate is what attributes heap growth to an eval.
 type Store struct {
 	opts Options
 	// gate lets one eval at a time run JavaScript, so that the heap growth
