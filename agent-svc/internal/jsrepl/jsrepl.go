@@ -46,7 +46,9 @@ type Store struct {
 	// gate lets one eval at a time run JavaScript, so that the heap growth
 	// meanwhile is that eval's (memory.go); evals waiting for tool calls
 	// do not hold it.
-	gate     chan struct{}
+	gate chan struct{}
+	// guards is guards.js, compiled.
+	guards   *goja.Program
 	mu       sync.Mutex
 	sessions map[string]*session
 	// resets remembers sessions whose state was dropped for going over
@@ -84,7 +86,7 @@ func NewStore(opts Options) *Store {
 	if opts.MaxMemory <= 0 {
 		opts.MaxMemory = 256 << 20
 	}
-	return &Store{opts: opts, gate: make(chan struct{}, 1), sessions: map[string]*session{}, resets: map[string]time.Time{}, now: time.Now}
+	return &Store{opts: opts, gate: make(chan struct{}, 1), guards: compileGuards(), sessions: map[string]*session{}, resets: map[string]time.Time{}, now: time.Now}
 }
 
 // Drop forgets a session's state (the session was deleted).
@@ -130,7 +132,7 @@ func (s *Store) get(key string) (ss *session, fresh, reset bool, err error) {
 	// Deep recursion through native callbacks would grow the Go stack;
 	// a JS RangeError is the budget instead.
 	ss.rt.SetMaxCallStackSize(maxCallStack)
-	if err := installGuards(ss.rt, func() *meter { return ss.cur }); err != nil {
+	if err := installGuards(ss.rt, s.guards, func() *meter { return ss.cur }); err != nil {
 		return nil, false, false, err
 	}
 	_, reset = s.resets[key]

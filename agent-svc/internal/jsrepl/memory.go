@@ -185,11 +185,17 @@ func occurrences(s, sep goja.String) int {
 	return found
 }
 
+// compileGuards compiles guards.js once per Store; a Program is shared by
+// runtimes.
+func compileGuards() *goja.Program {
+	return goja.MustCompile("guards.js", guardsSource, true)
+}
+
 // installGuards runs guards.js in a fresh runtime, handing it reserve,
 // left and count; reserve and left reach the meter of the eval in progress
 // through cur.
-func installGuards(rt *goja.Runtime, cur func() *meter) error {
-	v, err := rt.RunScript("guards.js", guardsSource)
+func installGuards(rt *goja.Runtime, guards *goja.Program, cur func() *meter) error {
+	v, err := rt.RunProgram(guards)
 	if err != nil {
 		return fmt.Errorf("compiling the memory guards: %w", err)
 	}
