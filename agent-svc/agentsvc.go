@@ -88,6 +88,10 @@ func (s *Service) Start(ctx context.Context) error {
 		s.providers.add(ScriptedProvider, conf.Provider{Type: "openai", Model: "scripted", BaseURL: srv.OpenAIBaseURL()})
 		s.log.Info("using the scripted model provider", "base_url", srv.OpenAIBaseURL())
 	}
+	if err := s.providers.check(s.log); err != nil {
+		s.closeScripted()
+		return err
+	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Deep and Base agent loops and LLM providers",
 		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
 	if err != nil {
@@ -97,7 +101,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.node = n
 	s.sessions = vfs.NewSessions(n.Client)
 	s.repl = jsrepl.NewStore(jsrepl.Options{Timeout: time.Duration(cfg.JSTimeoutS) * time.Second, MaxToolCalls: cfg.JSMaxToolCalls,
-		MaxOutput: cfg.JSMaxOutput, TTL: time.Duration(cfg.JSStateTTLS) * time.Second, Log: s.log})
+		MaxOutput: cfg.JSMaxOutput, MaxMemory: int64(cfg.JSMaxMemory), TTL: time.Duration(cfg.JSStateTTLS) * time.Second, Log: s.log})
 	subagents := map[string]deep.Subagent{}
 	for k, v := range cfg.SubagentsDeep {
 		subagents[k] = deep.Subagent{Description: v.Description, Prompt: v.Prompt}

@@ -1,6 +1,8 @@
 package agentsvc
 
 import (
+	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 
@@ -34,9 +36,9 @@ func newProviderSet(cfg *conf.Config, entries map[string]conf.Provider) *provide
 	if len(entries) == 0 {
 		entries = defaultProviders
 	}
-	ps := &providerSet{entries: map[string]conf.Provider{}, override: cfg.Provider, retries: cfg.ProviderRetries,
-		// Secrets are looked up by the config key a provider names.
-		secrets: map[string]string{"OPENAI_API_KEY": cfg.OpenAIAPIKey, "ANTHROPIC_API_KEY": cfg.AnthropicAPIKey}}
+	// conf resolved every api_key name into its secret (nothing else reads
+	// the environment).
+	ps := &providerSet{entries: map[string]conf.Provider{}, override: cfg.Provider, retries: cfg.ProviderRetries, secrets: cfg.ProviderKeys}
 	if ps.retries == 0 {
 		ps.retries = -1 // llm treats 0 as its default; PROVIDER_RETRIES=0 means none
 	}
@@ -54,6 +56,27 @@ func (ps *providerSet) add(name string, p conf.Provider) {
 		ps.order = append([]string{name}, ps.order...)
 	}
 	ps.entries[name] = p
+}
+
+// check reports at start-up what would fail at turn time (SPEC §9): a
+// PROVIDER override that is unknown or lacks its key is an error naming
+// it, and every other entry whose key is not set is a warning.
+func (ps *providerSet) check(log *slog.Logger) error {
+	if ps.override != "" {
+		p, ok := ps.entries[ps.override]
+		if !ok {
+			return fmt.Errorf("PROVIDER: unknown provider %q (configured: %s)", ps.override, strings.Join(ps.order, ", "))
+		}
+		if p.APIKey != "" && ps.secrets[p.APIKey] == "" {
+			return fmt.Errorf("PROVIDER: provider %q needs %s, which is not set", ps.override, p.APIKey)
+		}
+	}
+	for _, n := range ps.order {
+		if p := ps.entries[n]; p.APIKey != "" && ps.secrets[p.APIKey] == "" {
+			log.Warn("a model provider's key is not set; turns that pick it fail", "provider", n, "api_key", p.APIKey)
+		}
+	}
+	return nil
 }
 
 // resolve returns the provider for a turn and its model.
@@ -87,19 +110,15 @@ func (ps *providerSet) resolve(name, model string) (llm.Provider, string, error)
 	}
 	key := ""
 	if p.APIKey != "" {
-		v, known := ps.secrets[p.APIKey]
-		if !known {
-			return nil, "", wire.Errorf(wire.FailedPrecondition, "provider %q names api_key %s, which is not a known key (OPENAI_API_KEY, ANTHROPIC_API_KEY)", name, p.APIKey)
-		}
-		if v == "" {
+		key = ps.secrets[p.APIKey]
+		if key == "" {
 			return nil, "", wire.Errorf(wire.FailedPrecondition, "provider %q needs %s, which is not set", name, p.APIKey)
 		}
-		key = v
 	}
 	if model == "" {
 		model = p.Model
 	}
-	opts := llm.ClientOptions{BaseURL: p.BaseURL, APIKey: key, MaxRetries: ps.retries}
+	opts := llm.ClientOptions{Name: name, BaseURL: p.BaseURL, APIKey: key, MaxRetries: ps.retries}
 	switch p.Type {
 	case "openai":
 		return llm.NewOpenAI(opts), model, nil

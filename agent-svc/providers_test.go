@@ -1,10 +1,18 @@
 package agentsvc
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
+	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -15,6 +23,7 @@ func TestProviderResolve(t *testing.T) {
 		"local":        {Type: "openai", Model: "llama", BaseURL: "http://127.0.0.1:11434/v1"},
 		"responses":    {Type: "openai-responses", Model: "x", APIKey: "OPENAI_API_KEY"},
 		"odd":          {Type: "openai", Model: "x", APIKey: "SOME_OTHER_KEY"},
+		"c-router":     {Type: "openai", Model: "router-model", APIKey: "OPENROUTER_API_KEY", BaseURL: "https://openrouter.example/v1"},
 	}
 	cases := []struct {
 		name      string
@@ -33,7 +42,8 @@ func TestProviderResolve(t *testing.T) {
 		{"named provider with model override", custom, "", "ak", "", "a-claude", "claude-x", "claude-x", "", ""},
 		{"no key needed", custom, "", "", "", "local", "", "llama", "", ""},
 		{"missing key names the variable", custom, "", "", "", "b-openrouter", "", "", wire.FailedPrecondition, "needs OPENAI_API_KEY"},
-		{"unknown key name", custom, "", "", "", "odd", "", "", wire.FailedPrecondition, "SOME_OTHER_KEY"},
+		{"any key name: missing", custom, "", "", "", "odd", "", "", wire.FailedPrecondition, `provider "odd" needs SOME_OTHER_KEY, which is not set`},
+		{"any key name: set", custom, "", "", "", "c-router", "", "router-model", "", ""},
 		{"unknown provider", custom, "sk", "", "", "nope", "", "", wire.InvalidArgument, "unknown provider"},
 		{"wrong type for deep", custom, "sk", "", "", "responses", "", "", wire.FailedPrecondition, "openai or anthropic"},
 		{"override", custom, "sk", "ak", "local", "", "", "llama", "", ""},
@@ -42,14 +52,26 @@ func TestProviderResolve(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := &conf.Config{OpenAIAPIKey: tc.openai, AnthropicAPIKey: tc.anthropic, Provider: tc.override, ProviderRetries: 3}
+			keys := map[string]string{"OPENROUTER_API_KEY": "sk-or"}
+			if tc.openai != "" {
+				keys["OPENAI_API_KEY"] = tc.openai
+			}
+			if tc.anthropic != "" {
+				keys["ANTHROPIC_API_KEY"] = tc.anthropic
+			}
+			if tc.entries == nil {
+				delete(keys, "OPENROUTER_API_KEY")
+			}
+			cfg := &conf.Config{ProviderKeys: keys, Provider: tc.override, ProviderRetries: 3}
 			ps := newProviderSet(cfg, tc.entries)
 			if tc.entries != nil {
 				// "local" needs no key, so it would win the default; the
 				// default cases test the keyed entries.
 				if tc.provider == "" && tc.override == "" {
-					delete(ps.entries, "local")
-					ps.order = without(ps.order, "local")
+					for _, n := range []string{"local", "c-router"} {
+						delete(ps.entries, n)
+						ps.order = without(ps.order, n)
+					}
 				}
 			}
 			p, model, err := ps.resolve(tc.provider, tc.model)
@@ -85,5 +107,70 @@ func TestNormalizeAgent(t *testing.T) {
 	}
 	if _, err := normalizeAgent("other", "deep"); !wire.IsCode(err, wire.InvalidArgument) {
 		t.Errorf("unknown agent: %v", err)
+	}
+}
+
+// Providers with different key names sit side by side, straight from
+// config: each resolves its own key, and a failure names the provider.
+func TestProvidersFromConfig(t *testing.T) {
+	srv := scripted.New(scripted.Sequence(scripted.Step{Fault: &scripted.Fault{Status: 429}}))
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	body := fmt.Sprintf(`PROVIDERS_DEEP:
+  openai: {type: openai, model: gpt, api_key: OPENAI_API_KEY}
+  openrouter: {type: openai, model: or, api_key: OPENROUTER_API_KEY, base_url: %q}
+  ollama: {type: openai, model: llama, base_url: http://127.0.0.1:1/v1}
+PROVIDER_RETRIES: 0
+`, srv.OpenAIBaseURL())
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	load := func(env map[string]string) *conf.Config {
+		t.Helper()
+		res, err := conf.Load(conf.LoadOptions{Path: file, LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Config
+	}
+	cfg := load(map[string]string{"OPENAI_API_KEY": "sk-oa", "OPENROUTER_API_KEY": "sk-or"})
+	ps := newProviderSet(cfg, cfg.ProvidersDeep)
+	log, logs := servicetest.CaptureLogger(t)
+	if err := ps.check(log); err != nil || logs.String() != "" {
+		t.Fatalf("check: %v, logs %q", err, logs.String())
+	}
+	for name, model := range map[string]string{"openai": "gpt", "openrouter": "or", "ollama": "llama"} {
+		if _, m, err := ps.resolve(name, ""); err != nil || m != model {
+			t.Errorf("resolve(%s) = %q, %v", name, m, err)
+		}
+	}
+	p, _, _ := ps.resolve("openrouter", "")
+	_, err := p.Stream(context.Background(), &llm.Request{Model: "or", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, func(llm.Delta) {})
+	var le *llm.Error
+	if !errors.As(err, &le) || le.Public() != "provider openrouter: HTTP 429 rate limited" {
+		t.Fatalf("err %v, want a named 429", err)
+	}
+	if got := srv.Requests(); len(got) != 1 {
+		t.Fatalf("requests %d, want 1 (PROVIDER_RETRIES=0)", len(got))
+	}
+
+	// Without OPENROUTER_API_KEY: a warning at start-up naming it, an
+	// error when PROVIDER selects it, and a turn that picks it fails.
+	cfg = load(map[string]string{"OPENAI_API_KEY": "sk-oa"})
+	ps = newProviderSet(cfg, cfg.ProvidersDeep)
+	log, logs = servicetest.CaptureLogger(t)
+	if err := ps.check(log); err != nil || !strings.Contains(logs.String(), "provider=openrouter api_key=OPENROUTER_API_KEY") || strings.Contains(logs.String(), "sk-") {
+		t.Fatalf("check: %v, logs %q", err, logs.String())
+	}
+	if _, _, err := ps.resolve("openrouter", ""); !wire.IsCode(err, wire.FailedPrecondition) || !strings.Contains(err.Error(), "needs OPENROUTER_API_KEY") {
+		t.Errorf("resolve: %v", err)
+	}
+	cfg.Provider = "openrouter"
+	if err := newProviderSet(cfg, cfg.ProvidersDeep).check(log); err == nil || err.Error() != `PROVIDER: provider "openrouter" needs OPENROUTER_API_KEY, which is not set` {
+		t.Errorf("check with PROVIDER: %v", err)
+	}
+	cfg.Provider = "nope"
+	if err := newProviderSet(cfg, cfg.ProvidersDeep).check(log); err == nil || !strings.Contains(err.Error(), `unknown provider "nope"`) {
+		t.Errorf("check with an unknown PROVIDER: %v", err)
 	}
 }

@@ -38,8 +38,9 @@ func TestExampleTools(t *testing.T) {
 		}
 	})
 	t.Run("with an API key", func(t *testing.T) {
-		t.Setenv("OPENWEATHER_API_KEY", "test-key")
-		e := start(t, map[string]string{"MCP_TOOL_DIRS": "../tools", "PYTHON_WORKERS": "1"})
+		// Tools see only the variables TOOL_ENV lists.
+		e := start(t, map[string]string{"MCP_TOOL_DIRS": "../tools", "PYTHON_WORKERS": "1",
+			"TOOL_ENV": "OPENWEATHER_API_KEY", "OPENWEATHER_API_KEY": "test-key"})
 		if !slices.Contains(e.names(t, alice), "current_weather") {
 			t.Error("WeatherService is not enabled by its API key")
 		}

@@ -152,7 +152,7 @@ func (s *Service) discover(ctx context.Context, dirs []string) (*snapshot, error
 	if len(s.pyDirs) > 0 {
 		cfg := s.opts.Config
 		var err error
-		pool, found, err = pyhost.Start(ctx, pyhost.Options{Python: cfg.Python, Workers: cfg.PythonWorkers, Dirs: s.pyDirs, Log: s.log,
+		pool, found, err = pyhost.Start(ctx, pyhost.Options{Python: cfg.Python, Workers: cfg.PythonWorkers, Dirs: s.pyDirs, Env: cfg.ToolEnviron, Log: s.log,
 			OnRestart: func() { s.restarts.Add(1) }})
 		if err != nil {
 			return nil, fmt.Errorf("starting the Python tool host: %w", err)

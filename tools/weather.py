@@ -12,7 +12,7 @@ from typing import Literal
 
 
 class WeatherService:
-    """Current weather from OpenWeatherMap (set OPENWEATHER_API_KEY to enable)."""
+    """Current weather from OpenWeatherMap (set OPENWEATHER_API_KEY and list it in TOOL_ENV to enable)."""
 
     @staticmethod
     def _enabled() -> bool:

@@ -52,6 +52,7 @@ type Config struct {
 	PythonWorkers       int      `key:"PYTHON_WORKERS" default:"2" min:"1"`
 	ToolsWatch          bool     `key:"TOOLS_WATCH" default:"true"`
 	MCPClientAllowPriv  bool     `key:"MCP_CLIENT_ALLOW_PRIVATE" default:"false"`
+	ToolEnv             []string `key:"TOOL_ENV" default:""`
 
 	// agent-svc.
 	DefaultAgent    string              `key:"DEFAULT_AGENT" default:"deep" enum:"deep|base"`
@@ -73,12 +74,26 @@ type Config struct {
 	JSMaxToolCalls  int                 `key:"JS_MAX_TOOL_CALLS" default:"20" min:"1"`
 	JSMaxOutput     int                 `key:"JS_MAX_OUTPUT_BYTES" default:"20000" min:"100"`
 	JSStateTTLS     int                 `key:"JS_STATE_TTL_S" default:"1800" min:"1"`
+	JSMaxMemory     int                 `key:"JS_MAX_MEMORY_BYTES" default:"268435456" min:"1048576"`
 
 	// vfs-svc.
 	VFSMaxFileBytes    int `key:"VFS_MAX_FILE_BYTES" default:"10485760" min:"1"`
 	VFSQuotaBytes      int `key:"VFS_QUOTA_BYTES" default:"1073741824" min:"1"`
 	DataImportMaxBytes int `key:"DATA_IMPORT_MAX_BYTES" default:"268435456" min:"1024"`
 	DBMaxConns         int `key:"DB_MAX_CONNS" default:"10" min:"1"`
+
+	// Resolved by Load from the environment, since nothing else reads it;
+	// these are not keys and never appear in Redacted.
+
+	// ToolEnviron is the complete environment of a Python tool host, as
+	// KEY=value: PATH, HOME, LANG and TZ (with defaults when unset) plus
+	// the TOOL_ENV names that are set.
+	ToolEnviron []string
+	// ProviderKeys maps each api_key name that PROVIDERS_DEEP or
+	// PROVIDERS_BASE uses to its secret, taken from the config key of that
+	// name, else the environment, else a top-level entry of the config
+	// file. A name that resolves to nothing is absent.
+	ProviderKeys map[string]string
 }
 
 // Provider is one entry of PROVIDERS_DEEP or PROVIDERS_BASE.
@@ -87,7 +102,10 @@ type Provider struct {
 	Type string `yaml:"type" json:"type"`
 	// Model is the provider's model name.
 	Model string `yaml:"model" json:"model"`
-	// APIKey names the config or environment key that holds the secret.
+	// APIKey names the config or environment key that holds the secret
+	// (any name, such as OPENROUTER_API_KEY); empty means the provider
+	// takes no key (Ollama, vLLM). Load resolves it into
+	// Config.ProviderKeys.
 	APIKey string `yaml:"api_key" json:"api_key"`
 	// BaseURL overrides the provider's default endpoint.
 	BaseURL string `yaml:"base_url,omitempty" json:"base_url,omitempty"`

@@ -92,9 +92,16 @@ func Load(opts LoadOptions) (*Result, error) {
 			return nil, fmt.Errorf("config: %s: %v", f.key, err)
 		}
 	}
+	if err := resolveToolEnv(res.Config, lookup); err != nil {
+		return nil, fmt.Errorf("config: TOOL_ENV: %v", err)
+	}
+	providerKeys, err := resolveProviderKeys(res.Config, lookup, file)
+	if err != nil {
+		return nil, fmt.Errorf("config: %v", err)
+	}
 	unknown := make([]string, 0)
 	for k := range file {
-		if !known[k] {
+		if !known[k] && !providerKeys[k] {
 			unknown = append(unknown, k)
 		}
 	}

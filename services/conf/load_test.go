@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -197,5 +198,87 @@ func TestShippedConfigDocumentsEveryKey(t *testing.T) {
 	}
 	if len(shipped.Warnings) != 0 {
 		t.Errorf("warnings for the shipped file: %v", shipped.Warnings)
+	}
+}
+
+func TestToolEnviron(t *testing.T) {
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    []string
+		errText string
+	}{
+		{"defaults when unset", map[string]string{"SECRET_KEY": "k", "OPENAI_API_KEY": "sk"},
+			[]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TZ=UTC"}, ""},
+		{"process values and TOOL_ENV", map[string]string{"PATH": "/opt/bin", "HOME": "/home/m", "LANG": "de_DE.UTF-8", "TZ": "Europe/Berlin",
+			"TOOL_ENV": "WEATHER_KEY,UNSET_VAR,PATH,OPENAI_API_KEY", "WEATHER_KEY": "w", "OPENAI_API_KEY": "sk", "SECRET_KEY": "k"},
+			[]string{"PATH=/opt/bin", "HOME=/home/m", "LANG=de_DE.UTF-8", "TZ=Europe/Berlin", "WEATHER_KEY=w", "OPENAI_API_KEY=sk"}, ""},
+		{"own secrets refused", map[string]string{"TOOL_ENV": "SECRET_KEY"}, nil, "config: TOOL_ENV: SECRET_KEY is a Mirobody secret"},
+		{"bad name", map[string]string{"TOOL_ENV": "A-B"}, nil, `config: TOOL_ENV: "A-B" is not an environment variable name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := Load(LoadOptions{Path: writeFile(t, ""), LookupEnv: env(tt.env)})
+			if tt.errText != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errText) {
+					t.Fatalf("err %v, want %q", err, tt.errText)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(res.Config.ToolEnviron, tt.want) {
+				t.Errorf("ToolEnviron = %q, want %q", res.Config.ToolEnviron, tt.want)
+			}
+		})
+	}
+}
+
+// Providers name their key freely: OpenRouter's beside OpenAI's, resolved
+// from the environment or the file, never echoed.
+func TestProviderKeys(t *testing.T) {
+	file := writeFile(t, `
+PROVIDERS_DEEP:
+  openai: {type: openai, model: gpt-5, api_key: OPENAI_API_KEY}
+  openrouter: {type: openai, model: x, api_key: OPENROUTER_API_KEY, base_url: https://openrouter.ai/api/v1}
+  ollama: {type: openai, model: llama, base_url: http://127.0.0.1:11434/v1}
+PROVIDERS_BASE:
+  filed: {type: openai-responses, model: y, api_key: FILED_KEY}
+FILED_KEY: from-file
+`)
+	res, err := Load(LoadOptions{Path: file, LookupEnv: env(map[string]string{"OPENAI_API_KEY": "sk-oa", "OPENROUTER_API_KEY": "sk-or"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"OPENAI_API_KEY": "sk-oa", "OPENROUTER_API_KEY": "sk-or", "FILED_KEY": "from-file"}
+	if !reflect.DeepEqual(res.Config.ProviderKeys, want) {
+		t.Errorf("ProviderKeys = %v, want %v", res.Config.ProviderKeys, want)
+	}
+	if len(res.Warnings) != 0 {
+		t.Errorf("a key named by a provider is not unknown: %v", res.Warnings)
+	}
+	for k, v := range res.Config.Redacted() {
+		if s := fmt.Sprint(v); strings.Contains(s, "sk-or") || strings.Contains(s, "from-file") {
+			t.Errorf("Redacted %s shows a provider secret: %s", k, s)
+		}
+	}
+
+	res, err = Load(LoadOptions{Path: file, LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := res.Config.ProviderKeys["OPENROUTER_API_KEY"]; ok || len(res.Config.ProviderKeys) != 1 {
+		t.Errorf("unset keys must be absent: %v", res.Config.ProviderKeys)
+	}
+
+	for _, tt := range []struct{ file, want string }{
+		{"PROVIDERS_DEEP: {x: {type: openai, model: m, api_key: 'sk-pasted-secret'}}\n", "config: PROVIDERS_DEEP: provider x: api_key must name the key holding the secret"},
+		{"PROVIDERS_DEEP: {x: {type: openai, model: m, api_key: LOG_LEVEL}}\n", "config: PROVIDERS_DEEP: provider x: api_key LOG_LEVEL names a config key that is not a secret"},
+	} {
+		_, err := Load(LoadOptions{Path: writeFile(t, tt.file), LookupEnv: env(nil)})
+		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "sk-pasted") {
+			t.Errorf("err %v, want %q without the value", err, tt.want)
+		}
 	}
 }

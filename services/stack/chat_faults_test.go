@@ -59,12 +59,13 @@ func TestChatProviderFaults(t *testing.T) {
 		text    string
 		notice  bool
 		minTime time.Duration
+		errText string
 	}{
-		{"429 with Retry-After", []scripted.Step{{Fault: &scripted.Fault{Status: 429, RetryAfter: "1"}}, ok}, agent.FinishStop, "fine now", false, 900 * time.Millisecond},
-		{"500 then success", []scripted.Step{{Fault: &scripted.Fault{Status: 500}}, ok}, agent.FinishStop, "fine now", false, 0},
-		{"stream dropped then success", []scripted.Step{{Text: "half an ans", DropAfterText: true}, ok}, agent.FinishStop, "half an ansfine now", true, 0},
-		{"500 until retries run out", []scripted.Step{{Fault: &scripted.Fault{Status: 500}}, {Fault: &scripted.Fault{Status: 500}}, {Fault: &scripted.Fault{Status: 500}}, {Fault: &scripted.Fault{Status: 500}}}, agent.FinishUnavailable, "", false, 0},
-		{"stream dropped every time", []scripted.Step{{Text: "a", DropAfterText: true}, {Text: "b", DropAfterText: true}, {Text: "c", DropAfterText: true}}, agent.FinishUnavailable, "abc", true, 0},
+		{"429 with Retry-After", []scripted.Step{{Fault: &scripted.Fault{Status: 429, RetryAfter: "1"}}, ok}, agent.FinishStop, "fine now", false, 900 * time.Millisecond, ""},
+		{"500 then success", []scripted.Step{{Fault: &scripted.Fault{Status: 500}}, ok}, agent.FinishStop, "fine now", false, 0, ""},
+		{"stream dropped then success", []scripted.Step{{Text: "half an ans", DropAfterText: true}, ok}, agent.FinishStop, "half an ansfine now", true, 0, ""},
+		{"500 until retries run out", []scripted.Step{{Fault: &scripted.Fault{Status: 500}}, {Fault: &scripted.Fault{Status: 500}}, {Fault: &scripted.Fault{Status: 500}}, {Fault: &scripted.Fault{Status: 500}}}, agent.FinishUnavailable, "", false, 0, "HTTP 500 unavailable"},
+		{"stream dropped every time", []scripted.Step{{Text: "a", DropAfterText: true}, {Text: "b", DropAfterText: true}, {Text: "c", DropAfterText: true}}, agent.FinishUnavailable, "abc", true, 0, "stream broke mid-way"},
 	}
 	for _, provider := range []string{"oa", "an"} {
 		for _, tc := range cases {
@@ -77,6 +78,10 @@ func TestChatProviderFaults(t *testing.T) {
 				}
 				if tc.finish != agent.FinishStop && len(ofType(evs, agent.EventError)) != 1 {
 					t.Fatalf("a failed turn has no error event: %+v", evs)
+				}
+				// The error names the provider and, when there was one, the HTTP status.
+				if errs := ofType(evs, agent.EventError); len(errs) == 1 && !strings.HasPrefix(errs[0].Message, "provider "+provider+": "+tc.errText) {
+					t.Fatalf("error %q, want it to start with %q", errs[0].Message, "provider "+provider+": "+tc.errText)
 				}
 				if d := time.Since(start); d < tc.minTime {
 					t.Fatalf("turn took %v, want Retry-After honoured (>= %v)", d, tc.minTime)

@@ -239,19 +239,16 @@ func (r *run) fail(ctx context.Context, err error) string {
 		r.emit(agent.Event{Type: agent.EventError, Message: "the turn ran out of time (TURN_TIMEOUT_S)"})
 		return agent.FinishError
 	case errors.As(err, &le):
-		r.a.log.Warn("model call failed", "err", err)
+		r.a.log.Warn("model call failed", "provider", le.Provider, "status", le.Status, "err", err)
 		switch le.Kind {
 		case "rate_limited":
-			r.emit(agent.Event{Type: agent.EventError, Message: "the model provider is rate limiting requests; try again later"})
+			r.emit(agent.Event{Type: agent.EventError, Message: le.Public() + "; try again later"})
 			return agent.FinishUnavailable
-		case "auth":
-			r.emit(agent.Event{Type: agent.EventError, Message: "the model provider rejected the API key"})
-			return agent.FinishError
-		case "bad_request":
-			r.emit(agent.Event{Type: agent.EventError, Message: "the model provider rejected the request"})
+		case "auth", "bad_request":
+			r.emit(agent.Event{Type: agent.EventError, Message: le.Public()})
 			return agent.FinishError
 		}
-		r.emit(agent.Event{Type: agent.EventError, Message: "the model provider is unavailable"})
+		r.emit(agent.Event{Type: agent.EventError, Message: le.Public()})
 		return agent.FinishUnavailable
 	}
 	r.a.log.Error("turn failed", "err", err)

@@ -2,6 +2,7 @@ package deep
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -161,5 +162,73 @@ func TestREPLStateNotice(t *testing.T) {
 	got := srv.Requests()[1].ToolResults()[0].Content
 	if !strings.Contains(got, "REPL state of earlier turns is gone") || !strings.Contains(got, "=> 2") {
 		t.Fatalf("result %q", got)
+	}
+}
+
+// A provider failure's error event names the provider and the HTTP status,
+// never the provider's body or the key (Issue 9).
+func TestProviderErrorEvents(t *testing.T) {
+	cases := []struct {
+		status int
+		finish string
+		want   string
+	}{
+		{401, agent.FinishError, "provider openrouter: HTTP 401 rejected the API key"},
+		{429, agent.FinishUnavailable, "provider openrouter: HTTP 429 rate limited; try again later"},
+		{500, agent.FinishUnavailable, "provider openrouter: HTTP 500 unavailable"},
+	}
+	for _, tc := range cases {
+		for _, wire := range []string{"openai", "anthropic"} {
+			t.Run(fmt.Sprintf("%s/%d", wire, tc.status), func(t *testing.T) {
+				srv := scripted.New(scripted.Sequence(scripted.Step{Fault: &scripted.Fault{Status: tc.status}}))
+				t.Cleanup(srv.Close)
+				opts := llm.ClientOptions{Name: "openrouter", APIKey: "sk-do-not-show", MaxRetries: -1}
+				var p llm.Provider
+				if wire == "openai" {
+					opts.BaseURL = srv.OpenAIBaseURL()
+					p = llm.NewOpenAI(opts)
+				} else {
+					opts.BaseURL = srv.AnthropicBaseURL()
+					p = llm.NewAnthropic(opts)
+				}
+				var errs []string
+				out, err := New(Options{Log: servicetest.Logger(t)}).Run(context.Background(), &turn.Turn{AccountID: "a", SessionID: "s", Question: "q", Model: "m",
+					Provider: p, Emit: func(e agent.Event) {
+						if e.Type == agent.EventError {
+							errs = append(errs, e.Message)
+						}
+					}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.Finish != tc.finish || len(errs) != 1 || errs[0] != tc.want {
+					t.Fatalf("finish %q errors %q; want %q and %q", out.Finish, errs, tc.finish, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// After an eval over the memory budget, the model learns that the state is
+// gone, in that eval's result and in the next one.
+func TestREPLMemoryResetNotice(t *testing.T) {
+	srv := scripted.New(scripted.Sequence(
+		scripted.Step{Calls: []scripted.Call{{Name: "js_eval", Args: `{"code":"globalThis.x = 1; 'x'.repeat(2 ** 30)"}`}}},
+		scripted.Step{Calls: []scripted.Call{{Name: "js_eval", Args: `{"code":"typeof x"}`}}},
+		scripted.Step{Text: "ok"}))
+	t.Cleanup(srv.Close)
+	a := New(Options{Log: servicetest.Logger(t), REPL: jsrepl.NewStore(jsrepl.Options{MaxMemory: 32 << 20, Log: servicetest.Logger(t)})})
+	_, err := a.Run(context.Background(), &turn.Turn{AccountID: "a", SessionID: "mem", Question: "q", Model: "m",
+		Provider: llm.NewOpenAI(llm.ClientOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: "k"}), Emit: func(agent.Event) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := srv.Requests()
+	first, second := reqs[1].ToolResults()[0], reqs[2].ToolResults()[0]
+	if !strings.Contains(first.Content, "Error: the eval exceeded the REPL memory budget of 32 MiB") {
+		t.Errorf("breaching eval: %+v", first)
+	}
+	if !strings.Contains(second.Content, "REPL state was reset because an earlier eval went over the memory budget") || !strings.Contains(second.Content, "=> undefined") {
+		t.Errorf("next eval: %q", second.Content)
 	}
 }

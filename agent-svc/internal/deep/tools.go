@@ -277,7 +277,7 @@ func (r *run) subagent(ctx context.Context, kind, task string) result {
 
 func jsTool() *tool {
 	return &tool{def: llm.Tool{Name: "js_eval",
-		Description: "Run JavaScript in a REPL whose state persists for this session. Call tools from code with `await tools.<name>({...})` (results are parsed JSON or text; failures throw); use Promise.all for parallel calls. console.log is captured. Code that uses await runs inside an async function: `return` its result and keep state on globalThis. Budgets per eval: time, tool calls and output size. No filesystem, network or process access.",
+		Description: "Run JavaScript in a REPL whose state persists for this session. Call tools from code with `await tools.<name>({...})` (results are parsed JSON or text; failures throw); use Promise.all for parallel calls. console.log is captured. Code that uses await runs inside an async function: `return` its result and keep state on globalThis. Budgets per eval: time, memory, tool calls and output size. No filesystem, network or process access.",
 		InputSchema: schema(`{"type":"object","properties":{"code":{"type":"string"}},"required":["code"]}`)},
 		run: func(ctx context.Context, r *run, args json.RawMessage) result {
 			var in struct {
@@ -306,7 +306,10 @@ func jsTool() *tool {
 					return out.content, nil
 				}})
 			text := res.Output
-			if res.Fresh && hadState {
+			switch {
+			case res.Reset:
+				text = "[note: the REPL state was reset because an earlier eval went over the memory budget; starting fresh]\n" + text
+			case res.Fresh && hadState:
 				text = "[note: the REPL state of earlier turns is gone (the session moved to another replica or expired); starting fresh]\n" + text
 			}
 			if res.Error != "" {

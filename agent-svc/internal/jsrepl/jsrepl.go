@@ -2,7 +2,7 @@
 // Each session keeps one runtime in memory for a while (state persists
 // across evals), `await tools.<name>(args)` calls tools through a callback
 // the agent supplies, console output is captured, and every eval has
-// budgets for wall time, tool calls and output size. The runtime has no
+// budgets for wall time, memory, tool calls and output size. The runtime has no
 // host access: goja offers no require, filesystem, network or process, and
 // nothing of the host is exposed but console and tools.
 package jsrepl
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -29,24 +30,43 @@ type Options struct {
 	MaxToolCalls int
 	// MaxOutput bounds the captured output of one eval, in bytes.
 	MaxOutput int
+	// MaxMemory bounds the heap one session's REPL holds, its state plus
+	// what the running eval allocates, in bytes (see memory.go).
+	MaxMemory int64
 	// TTL drops a session's state after it was unused this long.
 	TTL time.Duration
 	// Log is required.
 	Log *slog.Logger
 }
 
-// Store holds the runtimes of the sessions this replica has seen.
+// Store holds the runtimes of the sessions this replica has seen. A
+// process holds one: its gate is what attributes heap growth to an eval.
 type Store struct {
-	opts     Options
+	opts Options
+	// gate lets one eval at a time run JavaScript, so that the heap growth
+	// meanwhile is that eval's (memory.go); evals waiting for tool calls
+	// do not hold it.
+	gate chan struct{}
+	// guards is guards.js, compiled.
+	guards   *goja.Program
 	mu       sync.Mutex
 	sessions map[string]*session
-	now      func() time.Time
+	// resets remembers sessions whose state was dropped for going over
+	// the memory budget, until their next eval says so.
+	resets map[string]time.Time
+	now    func() time.Time
 }
 
 type session struct {
 	mu   sync.Mutex
 	rt   *goja.Runtime
 	used time.Time
+	// retained estimates the heap the session's state holds.
+	retained int64
+	// cur is the meter of the eval in progress, for the guards.
+	cur *meter
+	// gone is set, under mu, when the state was dropped for a breach.
+	gone bool
 }
 
 // NewStore returns an empty Store.
@@ -63,7 +83,10 @@ func NewStore(opts Options) *Store {
 	if opts.TTL <= 0 {
 		opts.TTL = 30 * time.Minute
 	}
-	return &Store{opts: opts, sessions: map[string]*session{}, now: time.Now}
+	if opts.MaxMemory <= 0 {
+		opts.MaxMemory = 256 << 20
+	}
+	return &Store{opts: opts, gate: make(chan struct{}, 1), guards: compileGuards(), sessions: map[string]*session{}, resets: map[string]time.Time{}, now: time.Now}
 }
 
 // Drop forgets a session's state (the session was deleted).
@@ -82,8 +105,10 @@ func (s *Store) Has(key string) bool {
 }
 
 // get returns the session's runtime, creating it (fresh=true) when absent
-// or expired; expired sessions of others are swept on the way.
-func (s *Store) get(key string) (*session, bool) {
+// or expired; expired sessions of others are swept on the way. reset is
+// true when the previous state was dropped for going over the memory
+// budget.
+func (s *Store) get(key string) (ss *session, fresh, reset bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -93,17 +118,40 @@ func (s *Store) get(key string) (*session, bool) {
 			ss.mu.Unlock()
 		}
 	}
+	for k, at := range s.resets {
+		if now.Sub(at) > s.opts.TTL {
+			delete(s.resets, k)
+		}
+	}
 	if ss, ok := s.sessions[key]; ok {
 		ss.used = now
-		return ss, false
+		return ss, false, false, nil
 	}
-	ss := &session{rt: goja.New(), used: now}
+	ss = &session{rt: goja.New(), used: now}
 	ss.rt.SetFieldNameMapper(goja.UncapFieldNameMapper())
 	// Deep recursion through native callbacks would grow the Go stack;
 	// a JS RangeError is the budget instead.
 	ss.rt.SetMaxCallStackSize(maxCallStack)
+	if err := installGuards(ss.rt, s.guards, func() *meter { return ss.cur }); err != nil {
+		return nil, false, false, err
+	}
+	_, reset = s.resets[key]
+	delete(s.resets, key)
 	s.sessions[key] = ss
-	return ss, true
+	return ss, true, reset, nil
+}
+
+// dropBreached forgets a session whose eval went over the memory budget;
+// ss.mu is held.
+func (s *Store) dropBreached(key string, ss *session) {
+	ss.gone = true
+	ss.rt = nil
+	s.mu.Lock()
+	if s.sessions[key] == ss {
+		delete(s.sessions, key)
+	}
+	s.resets[key] = s.now()
+	s.mu.Unlock()
 }
 
 // CallFunc runs one tool for the REPL. A returned error becomes a JS
@@ -126,7 +174,10 @@ type EvalResult struct {
 	// Error is set when the code threw or a budget was exceeded.
 	Error string
 	// Fresh is true when this eval started a new runtime.
-	Fresh     bool
+	Fresh bool
+	// Reset is true when the session's earlier state was dropped because
+	// an eval went over the memory budget.
+	Reset     bool
 	Truncated bool
 	ToolCalls int
 }
@@ -145,27 +196,57 @@ type settled struct {
 
 // Eval runs code in the session's runtime.
 func (s *Store) Eval(ctx context.Context, req *EvalRequest) EvalResult {
-	ss, fresh := s.get(req.Session)
-	ss.mu.Lock()
+	res, breached := s.eval(ctx, req)
+	if breached {
+		// The dropped runtime is unreachable once eval has returned; hand
+		// its pages back to the OS rather than keep the process at its peak.
+		debug.FreeOSMemory()
+	}
+	return res
+}
+
+func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
+	var ss *session
+	var res EvalResult
+	for {
+		var err error
+		ss, res.Fresh, res.Reset, err = s.get(req.Session)
+		if err != nil {
+			s.opts.Log.Error("starting a JavaScript runtime failed", "err", err)
+			return EvalResult{Error: "internal error: the REPL could not start"}, false
+		}
+		ss.mu.Lock()
+		if !ss.gone {
+			break
+		}
+		// Dropped by a concurrent eval of the same session: start afresh.
+		ss.mu.Unlock()
+	}
 	defer ss.mu.Unlock()
 	rt := ss.rt
-	res := EvalResult{Fresh: fresh}
+	m := newMeter(rt, s.gate, s.opts.MaxMemory, ss.retained)
+	if err := m.acquire(ctx); err != nil {
+		res.Error = fmt.Sprintf("the eval did not start: %v", err)
+		return res, false
+	}
+	// The time budget starts once the eval may run.
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	ss.cur = m
+	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
+	go m.watch(ctx, stopWatch, watchDone)
+	stop := context.AfterFunc(ctx, func() { rt.Interrupt("time budget exceeded") })
+	defer func() {
+		// The watcher may interrupt until it is gone; only then clear.
+		close(stopWatch)
+		<-watchDone
+		stop()
+		rt.ClearInterrupt()
+		ss.cur = nil
+	}()
 
 	out := &capped{max: s.opts.MaxOutput}
-	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
-	show := func(v goja.Value) string {
-		if v == nil || goja.IsUndefined(v) {
-			return "undefined"
-		}
-		if _, isObj := v.(*goja.Object); isObj {
-			if s, err := stringify(goja.Undefined(), v); err == nil && !goja.IsUndefined(s) {
-				return s.String()
-			}
-		}
-		return v.String()
-	}
+	show := shower(rt)
 	console := rt.NewObject()
 	logf := func(call goja.FunctionCall) goja.Value {
 		parts := make([]string, len(call.Arguments))
@@ -175,12 +256,17 @@ func (s *Store) Eval(ctx context.Context, req *EvalRequest) EvalResult {
 			} else {
 				parts[i] = show(a)
 			}
+			// Cut before joining: the output is capped anyway, and a join
+			// would copy a large value outside the memory budget.
+			if len(parts[i]) > s.opts.MaxOutput {
+				parts[i] = parts[i][:s.opts.MaxOutput]
+			}
 		}
 		out.write(strings.Join(parts, " ") + "\n")
 		return goja.Undefined()
 	}
-	for _, m := range []string{"log", "info", "warn", "error", "debug"} {
-		_ = console.Set(m, logf)
+	for _, name := range []string{"log", "info", "warn", "error", "debug"} {
+		_ = console.Set(name, logf)
 	}
 	_ = rt.Set("console", console)
 
@@ -216,66 +302,128 @@ func (s *Store) Eval(ctx context.Context, req *EvalRequest) EvalResult {
 	}
 	_ = rt.Set("tools", tools)
 
-	stop := context.AfterFunc(ctx, func() { rt.Interrupt("time budget exceeded") })
-	defer func() {
-		stop()
-		rt.ClearInterrupt()
-	}()
-
 	code := req.Code
 	async := awaitPattern.MatchString(code)
 	if async {
 		code = "(async () => {\n" + code + "\n})()"
 	}
+	held := true
 	v, err := rt.RunString(code)
-	for err == nil && async {
+	for err == nil && async && !m.breached.Load() {
 		p, ok := v.Export().(*goja.Promise)
 		if !ok || p.State() != goja.PromiseStatePending {
 			break
 		}
+		// Waiting for a tool runs no JavaScript: let other evals run.
+		m.release()
+		held = false
+		if m.breached.Load() {
+			break
+		}
+		var st settled
 		select {
-		case st := <-done:
-			if st.err != nil {
-				err = st.reject(rt.NewGoError(st.err))
-			} else {
-				err = st.resolve(st.value)
-			}
+		case st = <-done:
 		case <-ctx.Done():
 			err = &goja.InterruptedError{}
 		}
+		if err != nil {
+			break
+		}
+		if err = m.acquire(ctx); err != nil {
+			err = &goja.InterruptedError{}
+			break
+		}
+		held = true
+		if st.err != nil {
+			err = st.reject(rt.NewGoError(st.err))
+		} else {
+			err = st.resolve(st.value)
+		}
 	}
-	if err == nil && async {
+	if err == nil && async && !m.breached.Load() {
 		p := v.Export().(*goja.Promise)
 		if p.State() == goja.PromiseStateRejected {
 			err = errors.New(show(p.Result()))
 			if o, ok := p.Result().(*goja.Object); ok {
-				if m := o.Get("message"); m != nil {
-					err = errors.New(o.Get("name").String() + ": " + m.String())
+				if msg := o.Get("message"); msg != nil {
+					err = errors.New(safeString(o.Get("name")) + ": " + safeString(msg))
 				}
 			}
 		} else {
 			v = p.Result()
 		}
 	}
-	if err != nil {
-		var ie *goja.InterruptedError
-		var so *goja.StackOverflowError
-		var ex *goja.Exception
-		switch {
-		case errors.As(err, &so):
-			res.Error = fmt.Sprintf("RangeError: maximum call stack size (%d) exceeded", maxCallStack)
-		case errors.As(err, &ie) || ctx.Err() != nil:
-			res.Error = fmt.Sprintf("interrupted: the eval exceeded its time budget of %s", s.opts.Timeout)
-		case errors.As(err, &ex):
-			res.Error = ex.Value().String()
-		default:
-			res.Error = err.Error()
+	var so *goja.StackOverflowError
+	var ex *goja.Exception
+	switch {
+	case m.breached.Load():
+	case err == nil:
+		if v != nil && !goja.IsUndefined(v) {
+			// Written in parts: a large result is cut, never copied whole.
+			out.write("=> ")
+			out.write(show(v))
+			out.write("\n")
 		}
-	} else if v != nil && !goja.IsUndefined(v) {
-		out.write("=> " + show(v) + "\n")
+	case errors.As(err, &so):
+		res.Error = fmt.Sprintf("RangeError: maximum call stack size (%d) exceeded", maxCallStack)
+	case isInterrupt(err) || ctx.Err() != nil:
+		res.Error = fmt.Sprintf("interrupted: the eval exceeded its time budget of %s", s.opts.Timeout)
+	case errors.As(err, &ex):
+		res.Error = safeString(ex.Value())
+	default:
+		res.Error = err.Error()
+	}
+	if held {
+		m.release()
 	}
 	res.Output, res.Truncated = out.String(), out.truncated
-	return res
+	if m.breached.Load() {
+		res.Error = (&memoryError{limit: m.limit}).Error()
+		s.opts.Log.Warn("a js_eval went over its memory budget; the session's REPL state was dropped", "limit_bytes", m.limit)
+		s.dropBreached(req.Session, ss)
+		return res, true
+	}
+	ss.retained = max(m.base.Load(), 0)
+	return res, false
+}
+
+func isInterrupt(err error) bool {
+	var ie *goja.InterruptedError
+	return errors.As(err, &ie)
+}
+
+// shower renders a value for output: objects as JSON (through the guarded
+// JSON.stringify), the rest as strings.
+func shower(rt *goja.Runtime) func(goja.Value) string {
+	stringify, _ := goja.AssertFunction(rt.Get("JSON").ToObject(rt).Get("stringify"))
+	return func(v goja.Value) string {
+		if v == nil || goja.IsUndefined(v) {
+			return "undefined"
+		}
+		if _, isObj := v.(*goja.Object); isObj {
+			if s, err := stringify(goja.Undefined(), v); err == nil && !goja.IsUndefined(s) {
+				return s.String()
+			}
+		}
+		return safeString(v)
+	}
+}
+
+// safeString converts v with its toString, which is JavaScript that may
+// throw, meet a memory guard or be interrupted, possibly with no
+// JavaScript frame to catch it. A swallowed interrupt is raised again by
+// the watcher.
+func safeString(v goja.Value) (s string) {
+	defer func() {
+		switch r := recover().(type) {
+		case nil:
+		case *goja.Exception, *goja.InterruptedError, *goja.StackOverflowError:
+			s = "[a value whose toString failed]"
+		default:
+			panic(r)
+		}
+	}()
+	return v.String()
 }
 
 // capped is an output buffer that keeps at most max bytes.

@@ -44,8 +44,10 @@ func TestEval(t *testing.T) {
 		{"output cap", `for (let i = 0; i < 100; i++) console.log("0123456789")`, "output truncated", ""},
 		{"no require", `typeof require + typeof process + typeof fetch + typeof XMLHttpRequest + typeof Deno`, "=> undefinedundefinedundefinedundefinedundefined", ""},
 		{"syntax error", `let = ;`, "", "SyntaxError"},
+		{"result whose conversions throw", `({toJSON() { throw 1 }, toString() { throw 2 }})`, "=> [a value whose toString failed]", ""},
+		{"exception whose toString throws", `throw {toString() { throw 1 }}`, "", "[a value whose toString failed]"},
 		{"deep recursion", `function f(n) { return [n].map(x => f(x + 1)) } f(0)`, "", "RangeError"},
-		{"memory grows only until the time budget", `let a = []; while (true) a.push("x".repeat(10))`, "", "time budget"},
+		{"an allocation loop meets the time budget first", `let a = []; while (true) a.push("x".repeat(10))`, "", "time budget"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

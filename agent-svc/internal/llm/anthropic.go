@@ -17,6 +17,7 @@ const defaultAnthropicMaxTokens = 8192
 
 // Anthropic speaks Anthropic Messages through anthropic-sdk-go.
 type Anthropic struct {
+	name   string
 	client anthropic.Client
 }
 
@@ -32,11 +33,16 @@ func NewAnthropic(opts ClientOptions) *Anthropic {
 	if opts.Timeout > 0 {
 		ro = append(ro, option.WithRequestTimeout(opts.Timeout))
 	}
-	return &Anthropic{client: anthropic.NewClient(ro...)}
+	return &Anthropic{name: opts.Name, client: anthropic.NewClient(ro...)}
 }
 
 // Stream implements Provider.
 func (p *Anthropic) Stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
+	resp, err := p.stream(ctx, req, onDelta)
+	return resp, named(p.name, err)
+}
+
+func (p *Anthropic) stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
 	params, err := anthropicParams(req)
 	if err != nil {
 		return nil, err

@@ -98,6 +98,8 @@ var ErrStreamBroken = errors.New("model stream broke mid-way")
 
 // Error is a provider failure with the kind of error that callers may show.
 type Error struct {
+	// Provider is the configured name of the provider (ClientOptions.Name).
+	Provider string
 	// Kind is rate_limited, unavailable, bad_request, auth or stream_broken.
 	Kind string
 	// Status is the HTTP status, when there was one.
@@ -110,9 +112,47 @@ type Error struct {
 // Error implements error.
 func (e *Error) Error() string {
 	if e.Status != 0 {
-		return fmt.Sprintf("model provider: %s (HTTP %d): %v", e.Kind, e.Status, e.Err)
+		return fmt.Sprintf("model provider %s: %s (HTTP %d): %v", e.name(), e.Kind, e.Status, e.Err)
 	}
-	return fmt.Sprintf("model provider: %s: %v", e.Kind, e.Err)
+	return fmt.Sprintf("model provider %s: %s: %v", e.name(), e.Kind, e.Err)
+}
+
+// Public is the text users may see: the provider's name, the HTTP status
+// and what it means, never the provider's body, URL or key; for example
+// "provider openrouter: HTTP 429 rate limited".
+func (e *Error) Public() string {
+	what, ok := kindText[e.Kind]
+	if !ok {
+		what = "failed"
+	}
+	if e.Status != 0 {
+		return fmt.Sprintf("provider %s: HTTP %d %s", e.name(), e.Status, what)
+	}
+	return fmt.Sprintf("provider %s: %s", e.name(), what)
+}
+
+func (e *Error) name() string {
+	if e.Provider == "" {
+		return "(unnamed)"
+	}
+	return e.Provider
+}
+
+var kindText = map[string]string{
+	"rate_limited":  "rate limited",
+	"auth":          "rejected the API key",
+	"bad_request":   "rejected the request",
+	"unavailable":   "unavailable",
+	"stream_broken": "stream broke mid-way",
+}
+
+// named sets the provider's name on an *Error.
+func named(name string, err error) error {
+	var le *Error
+	if errors.As(err, &le) {
+		le.Provider = name
+	}
+	return err
 }
 
 // Unwrap returns the cause.

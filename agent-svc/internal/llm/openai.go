@@ -15,6 +15,8 @@ import (
 
 // ClientOptions configures a provider client.
 type ClientOptions struct {
+	// Name is the provider's configured name, which errors carry.
+	Name string
 	// BaseURL overrides the provider's endpoint (OpenRouter, Gemini, Ollama,
 	// vLLM, the scripted test server...).
 	BaseURL string
@@ -38,6 +40,7 @@ func (o ClientOptions) retries() int {
 
 // OpenAI speaks OpenAI-compatible Chat Completions through openai-go.
 type OpenAI struct {
+	name   string
 	client openai.Client
 }
 
@@ -53,11 +56,16 @@ func NewOpenAI(opts ClientOptions) *OpenAI {
 	if opts.Timeout > 0 {
 		ro = append(ro, option.WithRequestTimeout(opts.Timeout))
 	}
-	return &OpenAI{client: openai.NewClient(ro...)}
+	return &OpenAI{name: opts.Name, client: openai.NewClient(ro...)}
 }
 
 // Stream implements Provider.
 func (p *OpenAI) Stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
+	resp, err := p.stream(ctx, req, onDelta)
+	return resp, named(p.name, err)
+}
+
+func (p *OpenAI) stream(ctx context.Context, req *Request, onDelta func(Delta)) (*Response, error) {
 	params, err := openaiParams(req)
 	if err != nil {
 		return nil, err

@@ -84,6 +84,11 @@ type Options struct {
 	Workers int
 	// Dirs are the tool folders, in priority order.
 	Dirs []string
+	// Env is the whole environment of each host process, as KEY=value
+	// (conf.Config.ToolEnviron). Nothing of registry-svc's own environment
+	// is inherited, so its secrets never reach a tool; nil means an empty
+	// environment.
+	Env []string
 	// Log receives host output, discovery problems and restarts. Required.
 	Log *slog.Logger
 	// Heartbeat is the interval of liveness pings; zero means 2 s.
@@ -216,7 +221,7 @@ func Start(ctx context.Context, opts Options) (*Pool, *Discovery, error) {
 func (p *Pool) launch(ctx context.Context, s *slot, report bool) (*worker, *Discovery, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
 	defer cancel()
-	w, err := spawn(ctx, p.opts.Python, script, p.log.With("worker", s.idx))
+	w, err := spawn(ctx, p.opts.Python, p.opts.Env, script, p.log.With("worker", s.idx))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -83,7 +83,7 @@ type worker struct {
 }
 
 // spawn starts one host process and waits for its hello.
-func spawn(ctx context.Context, python string, script []byte, log *slog.Logger) (*worker, error) {
+func spawn(ctx context.Context, python string, env []string, script []byte, log *slog.Logger) (*worker, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("creating the request pipe: %w", err)
@@ -100,6 +100,8 @@ func spawn(ctx context.Context, python string, script []byte, log *slog.Logger) 
 	// tool reading stdin sees end of file.
 	cmd := exec.Command(python, "-u", "-B", "-", "mirobody-tool-host")
 	cmd.Stdin = bytes.NewReader(script)
+	// A nil Env would inherit ours; a non-nil one, even empty, replaces it.
+	cmd.Env = append(make([]string, 0, len(env)), env...)
 	cmd.ExtraFiles = []*os.File{inR, outW}
 	isolate(cmd)
 	stdout, err := cmd.StdoutPipe()
