@@ -51,10 +51,10 @@ type Service struct {
 	// the agent running their turns.
 	providers map[string]*providerSet
 	agents    map[string]turn.Agent
-	sessions *vfs.Sessions
-	repl     *jsrepl.Store
-	scripted *scripted.Server
-	subs     []*nats.Subscription
+	sessions  *vfs.Sessions
+	repl      *jsrepl.Store
+	scripted  *scripted.Server
+	subs      []*nats.Subscription
 
 	mu   sync.Mutex
 	runs map[string]context.CancelCauseFunc

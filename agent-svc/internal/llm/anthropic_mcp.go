@@ -75,7 +75,7 @@ func (p *Anthropic) streamMCPStep(ctx context.Context, params anthropic.BetaMess
 				}
 				emit(MCPEvent{Call: &ToolCall{ID: b.ID, Name: b.Name, Args: args}})
 			case "mcp_tool_result":
-				emit(MCPEvent{Result: mcpToolResult(b.RawJSON(), tr)})
+				emit(MCPEvent{Result: mcpToolResult(b.RawJSON())})
 			}
 		}
 	}
@@ -90,18 +90,14 @@ func (p *Anthropic) streamMCPStep(ctx context.Context, params anthropic.BetaMess
 
 // mcpToolResult reads an mcp_tool_result block; its content is a string
 // or a list of text blocks.
-func mcpToolResult(raw string, tr *mcpTranscript) *ToolResult {
+func mcpToolResult(raw string) *ToolResult {
 	var b struct {
 		ToolUseID string          `json:"tool_use_id"`
 		IsError   bool            `json:"is_error"`
 		Content   json.RawMessage `json:"content"`
 	}
 	_ = json.Unmarshal([]byte(raw), &b)
-	res := &ToolResult{CallID: b.ToolUseID, IsError: b.IsError, Content: blockText(b.Content)}
-	if tc, ok := tr.open[b.ToolUseID]; ok {
-		res.Name = tc.Name
-	}
-	return res
+	return &ToolResult{CallID: b.ToolUseID, IsError: b.IsError, Content: blockText(b.Content)}
 }
 
 func blockText(raw json.RawMessage) string {

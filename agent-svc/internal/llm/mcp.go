@@ -75,10 +75,13 @@ type MCPProvider interface {
 const KindMCPUnreachable = "mcp_unreachable"
 
 // mcpTranscript records the events of a remote-tools turn as neutral
-// messages while forwarding them.
+// messages while forwarding them. The calls between two pieces of text form
+// one assistant message, answered by their tool messages, as a Deep step.
 type mcpTranscript struct {
 	msgs []Message
 	cur  *Message
+	// results answer cur's calls; they follow it once it is complete.
+	results []Message
 	// open lists the calls still waiting for their result.
 	open map[string]ToolCall
 	// delivered is true once anything reached the caller.
@@ -105,18 +108,30 @@ func (t *mcpTranscript) record(ev MCPEvent, onEvent func(MCPEvent)) {
 		}
 		t.open[ev.Call.ID] = *ev.Call
 	case ev.Result != nil:
-		t.flush()
+		if tc, ok := t.open[ev.Result.CallID]; ok && ev.Result.Name == "" {
+			ev.Result.Name = tc.Name
+		}
 		delete(t.open, ev.Result.CallID)
-		t.msgs = append(t.msgs, Message{Role: RoleTool, ToolCallID: ev.Result.CallID, ToolName: ev.Result.Name, Content: ev.Result.Content, IsError: ev.Result.IsError})
+		t.results = append(t.results, Message{Role: RoleTool, ToolCallID: ev.Result.CallID, ToolName: ev.Result.Name, Content: ev.Result.Content, IsError: ev.Result.IsError})
 	}
 	onEvent(ev)
 }
 
+// flush closes the current assistant message. A call the provider never
+// answered gets an error result, so that the history stays replayable
+// (Anthropic refuses a tool_use without its tool_result).
 func (t *mcpTranscript) flush() {
-	if t.cur != nil {
-		t.msgs = append(t.msgs, *t.cur)
-		t.cur = nil
+	if t.cur == nil {
+		return
 	}
+	for _, tc := range t.cur.ToolCalls {
+		if _, ok := t.open[tc.ID]; ok {
+			t.results = append(t.results, Message{Role: RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: "the provider returned no result for this call", IsError: true})
+			delete(t.open, tc.ID)
+		}
+	}
+	t.msgs = append(append(t.msgs, *t.cur), t.results...)
+	t.cur, t.results = nil, nil
 }
 
 // answer is the text of the final assistant message, after the last
@@ -129,25 +144,9 @@ func (t *mcpTranscript) answer() string {
 	return ""
 }
 
-// finish returns the turn's messages. A call the provider never answered
-// gets an error result, so that the history stays replayable (Anthropic
-// refuses a tool_use without its tool_result).
+// finish returns the turn's messages.
 func (t *mcpTranscript) finish() []Message {
 	t.flush()
-	for i := 0; i < len(t.msgs); i++ {
-		for _, tc := range t.msgs[i].ToolCalls {
-			if _, ok := t.open[tc.ID]; !ok {
-				continue
-			}
-			j := i + 1
-			for j < len(t.msgs) && t.msgs[j].Role == RoleTool {
-				j++
-			}
-			res := Message{Role: RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: "the provider returned no result for this call", IsError: true}
-			t.msgs = append(t.msgs[:j], append([]Message{res}, t.msgs[j:]...)...)
-			delete(t.open, tc.ID)
-		}
-	}
 	return t.msgs
 }
 
