@@ -32,9 +32,13 @@ func bearer(h string) string {
 	return strings.TrimSpace(token)
 }
 
-// authenticate resolves a bearer token to a principal. Only Mirobody API
-// keys are accepted for now.
+// authenticate resolves a bearer token to a principal: a Mirobody API key
+// or an access token of our authorization server. Session cookies of the
+// login page never reach here.
 func (s *Service) authenticate(ctx context.Context, token string) (*Principal, error) {
+	if strings.Count(token, ".") == 2 && !strings.HasPrefix(token, vfs.KeyPrefix) {
+		return s.tokens.verify(ctx, token)
+	}
 	if !strings.HasPrefix(token, vfs.KeyPrefix) {
 		return nil, wire.Errorf(wire.Unauthenticated, "invalid token")
 	}

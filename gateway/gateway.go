@@ -45,6 +45,8 @@ type Service struct {
 	node     *node.Node
 	accounts *vfs.Accounts
 	keys     *keyCache
+	tokens   *tokenIssuer
+	oauth    *oauthServer
 	hub      *hub
 	mcp      *mcpServer
 	echo     *echo.Echo
@@ -78,6 +80,10 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.node = n
 	s.accounts = vfs.NewAccounts(n.Client)
+	if err := s.startOAuth(); err != nil {
+		_ = n.Stop(ctx)
+		return err
+	}
 	if err := s.startMCP(); err != nil {
 		_ = n.Stop(ctx)
 		return err
@@ -146,5 +152,6 @@ func (s *Service) routes() *echo.Echo {
 	s.dataRoutes(api)
 	s.chatRoutes(api)
 	s.webRoutes(e, api)
+	s.oauthRoutes(e)
 	return e
 }

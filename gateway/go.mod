@@ -3,6 +3,7 @@ module github.com/mirobody/mirobody-go/gateway
 go 1.26.0
 
 require (
+	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/google/uuid v1.6.0
 	github.com/labstack/echo/v4 v4.16.5
 	github.com/mirobody/mirobody-go/services v0.0.0

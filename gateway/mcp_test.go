@@ -233,7 +233,7 @@ func TestProtectedResourceMetadata(t *testing.T) {
 		}
 		var m protectedResource
 		must(t, json.Unmarshal(b, &m))
-		if m.Resource != "https://mcp.example/mcp" || m.AuthorizationServers == nil || m.ScopesSupported[0] != "mcp" {
+		if m.Resource != "https://mcp.example/mcp" || len(m.AuthorizationServers) != 1 || m.AuthorizationServers[0] != "https://mcp.example" || m.ScopesSupported[0] != "mcp" {
 			t.Errorf("%s: %+v", path, m)
 		}
 	}

@@ -17,14 +17,14 @@ type protectedResource struct {
 }
 
 // protectedResourceMetadata answers /.well-known/oauth-protected-resource
-// and its /mcp variant. Until the authorization server exists, the list of
-// authorization servers is empty and API keys are the only tokens.
+// and its /mcp variant. The gateway is its own authorization server (the
+// issuer is the public base URL); API keys work as bearer tokens too.
 func (s *Service) protectedResourceMetadata(c echo.Context) error {
 	base := strings.TrimRight(s.opts.Config.MCPPublicURL, "/")
 	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
 	return c.JSON(http.StatusOK, protectedResource{
 		Resource:               base + "/mcp",
-		AuthorizationServers:   []string{},
+		AuthorizationServers:   []string{base},
 		ScopesSupported:        []string{"mcp"},
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           "Mirobody",

@@ -111,6 +111,7 @@ func (s *Service) register() error {
 		s.registerAccounts(svc.Group("accounts"), svc.Group("keys")),
 		s.registerFS(svc.Group("fs")),
 		s.registerSessions(svc.Group("sessions")),
+		s.registerOAuth(svc.Group("oauth.keys"), svc.Group("oauth.clients"), svc.Group("oauth.codes"), svc.Group("oauth.refresh")),
 		s.registerData(svc.Group("data"), svc.Group("data.import"), svc.Group("data.health"), svc.Group("data.genetic")),
 	)
 }

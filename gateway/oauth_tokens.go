@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Access token lifetimes (SPEC §6, CONTRACTS "Tokens").
+const (
+	accessTokenTTL   = time.Hour
+	agentTokenMaxTTL = 10 * time.Minute
+	// agentClientID is the client_id claim of tokens minted for agents.
+	agentClientID = "mirobody-agent"
+)
+
+// agentProfiles maps the agent claim of a token to the visibility profile
+// it selects (SPEC §8).
+var agentProfiles = map[string]string{"base": registry.AgentBase, "deep": registry.AgentDeep}
+
+// accessClaims are the claims of an RFC 9068 JWT access token.
+type accessClaims struct {
+	jwt.RegisteredClaims
+	Scope    string `json:"scope"`
+	ClientID string `json:"client_id"`
+	// Agent and SessionID are set on tokens minted for an agent's turn.
+	Agent     string `json:"agent,omitempty"`
+	SessionID string `json:"sid,omitempty"`
+	// Grant is the refresh family the token came from, so that revoking
+	// the access token revokes its grant too.
+	Grant string `json:"gid,omitempty"`
+}
+
+// tokenIssuer mints and verifies the gateway's access tokens.
+type tokenIssuer struct {
+	keys *signingKeys
+	// issuer is the iss claim (the public base URL); resource is the aud
+	// of tokens for /mcp.
+	issuer, resource string
+	// revoked holds the jti of revoked access tokens until they expire.
+	revoked *revocations
+	now     func() time.Time
+}
+
+// newTokenIssuer returns the issuer for the gateway's public URL.
+func newTokenIssuer(keys *signingKeys, publicURL string) *tokenIssuer {
+	base := strings.TrimRight(publicURL, "/")
+	return &tokenIssuer{keys: keys, issuer: base, resource: base + "/mcp", revoked: newRevocations(), now: time.Now}
+}
+
+// mint signs c, filling iss, iat, exp and jti.
+func (ti *tokenIssuer) mint(ctx context.Context, c accessClaims, ttl time.Duration) (string, error) {
+	key, err := ti.keys.signer(ctx)
+	if err != nil {
+		return "", err
+	}
+	jti := make([]byte, 16)
+	if _, err := rand.Read(jti); err != nil {
+		return "", fmt.Errorf("generating a token id: %w", err)
+	}
+	now := ti.now()
+	c.Issuer = ti.issuer
+	c.IssuedAt = jwt.NewNumericDate(now)
+	c.ExpiresAt = jwt.NewNumericDate(now.Add(ttl))
+	c.ID = base64.RawURLEncoding.EncodeToString(jti)
+	t := jwt.NewWithClaims(jwt.SigningMethodEdDSA, c)
+	t.Header["typ"] = "at+jwt"
+	t.Header["kid"] = key.kid
+	s, err := t.SignedString(key.key)
+	if err != nil {
+		return "", fmt.Errorf("signing an access token: %w", err)
+	}
+	return s, nil
+}
+
+// parse verifies token for audience and returns its claims. Every way a
+// token can be wrong (signature, expiry, audience, type) is the same
+// unauthenticated error, as SPEC §5.4 asks.
+func (ti *tokenIssuer) parse(ctx context.Context, token, audience string) (*accessClaims, error) {
+	var c accessClaims
+	var keyErr error
+	_, err := jwt.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
+		if typ, _ := t.Header["typ"].(string); !strings.EqualFold(typ, "at+jwt") && !strings.EqualFold(typ, "application/at+jwt") {
+			return nil, errors.New("not an access token")
+		}
+		kid, _ := t.Header["kid"].(string)
+		pub, err := ti.keys.publicKey(ctx, kid)
+		if err != nil && !errors.Is(err, errUnknownKey) {
+			keyErr = err
+		}
+		return pub, err
+	}, jwt.WithValidMethods([]string{jwt.SigningMethodEdDSA.Alg()}), jwt.WithIssuer(ti.issuer), jwt.WithAudience(audience),
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt(), jwt.WithTimeFunc(ti.now))
+	if keyErr != nil {
+		// The store is down: not the client's fault, so not a 401.
+		return nil, wire.Errorf(wire.Unavailable, "token keys are unavailable")
+	}
+	if err != nil || c.Subject == "" || ti.revoked.has(c.ID) {
+		return nil, wire.Errorf(wire.Unauthenticated, "invalid token")
+	}
+	return &c, nil
+}
+
+// verify resolves an access token for /mcp to its principal.
+func (ti *tokenIssuer) verify(ctx context.Context, token string) (*Principal, error) {
+	c, err := ti.parse(ctx, token, ti.resource)
+	if err != nil {
+		return nil, err
+	}
+	p := &Principal{AccountID: c.Subject, Scopes: strings.Fields(c.Scope)}
+	if c.Agent != "" {
+		profile, ok := agentProfiles[c.Agent]
+		if !ok {
+			return nil, wire.Errorf(wire.Unauthenticated, "invalid token")
+		}
+		p.Agent = profile
+	}
+	return p, nil
+}
+
+// agentTokenRequest asks for a token an agent's provider uses to reach
+// /mcp on behalf of one chat turn (CONTRACTS "Tokens").
+type agentTokenRequest struct {
+	AccountID, SessionID, Agent string
+	// TTL is capped at agentTokenMaxTTL; 0 means the cap.
+	TTL time.Duration
+}
+
+// mintAgentToken returns a short-lived JWT for /mcp whose agent claim
+// selects that agent's tool visibility (SPEC §8).
+func (s *Service) mintAgentToken(ctx context.Context, req *agentTokenRequest) (string, error) {
+	agent := strings.ToLower(req.Agent)
+	if _, ok := agentProfiles[agent]; !ok {
+		return "", fmt.Errorf("minting an agent token: unknown agent %q", req.Agent)
+	}
+	if req.AccountID == "" {
+		return "", errors.New("minting an agent token: no account")
+	}
+	ttl := req.TTL
+	if ttl <= 0 || ttl > agentTokenMaxTTL {
+		ttl = agentTokenMaxTTL
+	}
+	return s.tokens.mint(ctx, accessClaims{
+		RegisteredClaims: jwt.RegisteredClaims{Subject: req.AccountID, Audience: jwt.ClaimStrings{s.tokens.resource}},
+		Scope:            "mcp", ClientID: agentClientID, Agent: agent, SessionID: req.SessionID,
+	}, ttl)
+}

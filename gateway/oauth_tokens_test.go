@@ -1,0 +1,111 @@
+package gateway
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+)
+
+// TestOAuthAgentToken checks the token issuer of CONTRACTS "Tokens": an
+// agent token works on /mcp with the BASE profile, is an RFC 9068 JWT that
+// the JWKS verifies, and every kind of bad token gets the same 401.
+func TestOAuthAgentToken(t *testing.T) {
+	f := startFakes(t)
+	s := startService(t, testConfig(t, f.url))
+	url := mcpURL(s)
+	ctx := context.Background()
+	const acct = "0b6b1f0e-8a39-4a55-9a3c-4a5f1d0e2c11"
+	tok, err := s.mintAgentToken(ctx, &agentTokenRequest{AccountID: acct, SessionID: "sess-1", Agent: "base", TTL: time.Hour})
+	must(t, err)
+
+	resp, b := post(t, url, whoami, "Authorization", "Bearer "+tok)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), acct) {
+		t.Fatalf("tools/call with an agent token: %d %s", resp.StatusCode, b)
+	}
+	f.mu.Lock()
+	last := f.calls[len(f.calls)-1]
+	f.mu.Unlock()
+	if last.Caller.Agent != registry.AgentBase || last.Caller.AccountID != acct {
+		t.Errorf("caller = %+v, want agent BASE for %s", last.Caller, acct)
+	}
+
+	// The token is what CONTRACTS "Tokens" promises, and the JWKS verifies it.
+	resp, b = send(t, http.MethodGet, strings.TrimSuffix(url, "/mcp")+"/.well-known/jwks.json", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("jwks: %d %s", resp.StatusCode, b)
+	}
+	var set struct{ Keys []jwk }
+	must(t, json.Unmarshal(b, &set))
+	var claims jwt.MapClaims
+	parsed, err := jwt.ParseWithClaims(tok, &claims, func(tk *jwt.Token) (any, error) {
+		for _, k := range set.Keys {
+			if k.Kid == tk.Header["kid"] {
+				x, err := base64.RawURLEncoding.DecodeString(k.X)
+				return ed25519.PublicKey(x), err
+			}
+		}
+		return nil, errUnknownKey
+	}, jwt.WithValidMethods([]string{"EdDSA"}))
+	must(t, err)
+	if parsed.Header["typ"] != "at+jwt" {
+		t.Errorf("typ = %v", parsed.Header["typ"])
+	}
+	exp, _ := claims.GetExpirationTime()
+	iat, _ := claims.GetIssuedAt()
+	if d := exp.Sub(iat.Time); d > agentTokenMaxTTL {
+		t.Errorf("agent token lives %s, want <= %s", d, agentTokenMaxTTL)
+	}
+	for k, want := range map[string]any{"iss": "https://mcp.example", "sub": acct, "scope": "mcp", "agent": "base", "sid": "sess-1"} {
+		if claims[k] != want {
+			t.Errorf("claim %s = %v, want %v", k, claims[k], want)
+		}
+	}
+	if aud, _ := claims.GetAudience(); len(aud) != 1 || aud[0] != "https://mcp.example/mcp" {
+		t.Errorf("aud = %v", aud)
+	}
+	if claims["jti"] == "" || claims["jti"] == nil {
+		t.Error("no jti")
+	}
+
+	// Bad tokens: all the same 401 with the SPEC §5.4 challenge.
+	bad := map[string]string{}
+	wrongAud, err := s.tokens.mint(ctx, accessClaims{RegisteredClaims: jwt.RegisteredClaims{Subject: acct, Audience: jwt.ClaimStrings{"https://other.example/mcp"}}, Scope: "mcp"}, time.Minute)
+	must(t, err)
+	bad["wrong audience"] = wrongAud
+	past := *s.tokens // same keys, a clock two hours back
+	past.now = func() time.Time { return time.Now().Add(-2 * time.Hour) }
+	expired, err := past.mint(ctx, accessClaims{RegisteredClaims: jwt.RegisteredClaims{Subject: acct, Audience: jwt.ClaimStrings{s.tokens.resource}}, Scope: "mcp"}, time.Hour)
+	must(t, err)
+	bad["expired"] = expired
+	bad["bad signature"] = tok[:len(tok)-4] + "AAAA"
+	_, other, _ := ed25519.GenerateKey(nil)
+	forged := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"iss": "https://mcp.example", "aud": "https://mcp.example/mcp", "sub": acct, "scope": "mcp", "exp": time.Now().Add(time.Hour).Unix()})
+	forged.Header["typ"], forged.Header["kid"] = "at+jwt", parsed.Header["kid"]
+	bad["foreign key"], err = forged.SignedString(other)
+	must(t, err)
+	none := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{"iss": "https://mcp.example", "aud": "https://mcp.example/mcp", "sub": acct, "scope": "mcp", "exp": time.Now().Add(time.Hour).Unix()})
+	none.Header["typ"] = "at+jwt"
+	bad["alg none"], err = none.SignedString(jwt.UnsafeAllowNoneSignatureType)
+	must(t, err)
+	for name, token := range bad {
+		t.Run(name, func(t *testing.T) {
+			resp, b := post(t, url, whoami, "Authorization", "Bearer "+token)
+			if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != challenge {
+				t.Errorf("%d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), b)
+			}
+		})
+	}
+
+	if _, err := s.mintAgentToken(ctx, &agentTokenRequest{AccountID: acct, Agent: "nobody"}); err == nil {
+		t.Error("an unknown agent got a token")
+	}
+}
