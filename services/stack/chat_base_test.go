@@ -243,3 +243,24 @@ func toStrings(v any) []string {
 	}
 	return out
 }
+
+// TestBaseScriptedDev runs a Base turn as `mirobody dev` with
+// PROVIDER=scripted does: the in-process provider reaches the loopback
+// MCP_PUBLIC_URL and lists the tools with the turn's token.
+func TestBaseScriptedDev(t *testing.T) {
+	srv := scripted.New(scripted.Sequence())
+	t.Cleanup(srv.Close)
+	addr := freeAddr(t)
+	st := startChatStack(t, srv, func(c *conf.Config) {
+		c.Provider, c.HTTPAddr, c.MCPPublicURL = "scripted", addr, "http://"+addr
+		c.DisallowedToolsBase = []string{"secret"}
+	})
+	evs := st.chat(t, map[string]any{"question": "show me", "agent": "Baseline"})
+	text := ""
+	for _, e := range ofType(evs, agent.EventText) {
+		text += e.Text
+	}
+	if evs[len(evs)-1].FinishReason != agent.FinishStop || !strings.Contains(text, "Base agent") || !strings.Contains(text, "whoami") || strings.Contains(text, "secret") {
+		t.Fatalf("events %+v", evs)
+	}
+}
