@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -64,7 +65,7 @@ func (s *Server) runMCP(w http.ResponseWriter, r *http.Request, rec *Received) {
 	e := &emitter{w: w, r: r}
 	var sink mcpSink
 	if rec.Format == FormatResponses {
-		sink = &responsesSink{e: e, rec: rec, id: fmt.Sprintf("resp_%p", rec), calls: map[string]map[string]any{}}
+		sink = &responsesSink{e: e, rec: rec, id: fmt.Sprintf("resp_%d", time.Now().UnixNano()), calls: map[string]map[string]any{}}
 	} else {
 		sink = &anthropicMCPSink{e: e, rec: rec}
 	}
@@ -210,7 +211,7 @@ func (k *anthropicMCPSink) block(start map[string]any, deltas []map[string]any) 
 
 func (k *anthropicMCPSink) begin([]*mcp.Tool) {
 	k.e.send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": fmt.Sprintf("msg_%p", k.rec), "type": "message", "role": "assistant", "model": k.rec.Model,
+		"id": fmt.Sprintf("msg_%d", time.Now().UnixNano()), "type": "message", "role": "assistant", "model": k.rec.Model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil, "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}}})
 }
 
