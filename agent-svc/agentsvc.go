@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mirobody/mirobody-go/agent-svc/internal/base"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/deep"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/jsrepl"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
@@ -45,13 +47,14 @@ type Service struct {
 	log  *slog.Logger
 	node *node.Node
 
-	providers *providerSet
-	// agents maps deep (and later base) to the agent running its turns.
-	agents   map[string]turn.Agent
-	sessions *vfs.Sessions
-	repl     *jsrepl.Store
-	scripted *scripted.Server
-	subs     []*nats.Subscription
+	// providers and agents map deep and base to their providers and to
+	// the agent running their turns.
+	providers map[string]*providerSet
+	agents    map[string]turn.Agent
+	sessions  *vfs.Sessions
+	repl      *jsrepl.Store
+	scripted  *scripted.Server
+	subs      []*nats.Subscription
 
 	mu   sync.Mutex
 	runs map[string]context.CancelCauseFunc
@@ -78,20 +81,29 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("PROMPT_DEEP: %w", err)
 	}
-	s.providers = newProviderSet(cfg, cfg.ProvidersDeep)
+	basePrompt, err := base.ParsePrompt(cfg.PromptBase)
+	if err != nil {
+		return fmt.Errorf("PROMPT_BASE: %w", err)
+	}
+	s.providers = map[string]*providerSet{agent.AgentDeep: newProviderSet(cfg, agent.AgentDeep, cfg.ProvidersDeep),
+		agent.AgentBase: newProviderSet(cfg, agent.AgentBase, cfg.ProvidersBase)}
 	if cfg.Provider == ScriptedProvider {
 		srv, err := scripted.Listen("127.0.0.1:0", scripted.Demo)
 		if err != nil {
 			return err
 		}
 		s.scripted = srv
-		s.providers.add(ScriptedProvider, conf.Provider{Type: "openai", Model: "scripted", BaseURL: srv.OpenAIBaseURL()})
+		s.providers[agent.AgentDeep].add(ScriptedProvider, conf.Provider{Type: "openai", Model: "scripted", BaseURL: srv.OpenAIBaseURL()})
+		s.providers[agent.AgentBase].add(ScriptedProvider, conf.Provider{Type: "openai-responses", Model: "scripted", BaseURL: srv.OpenAIBaseURL()})
 		s.log.Info("using the scripted model provider", "base_url", srv.OpenAIBaseURL())
 	}
-	if err := s.providers.check(s.log); err != nil {
-		s.closeScripted()
-		return err
+	for _, ps := range []*providerSet{s.providers[agent.AgentDeep], s.providers[agent.AgentBase]} {
+		if err := ps.check(s.log); err != nil {
+			s.closeScripted()
+			return err
+		}
 	}
+	s.warnPrivateMCPURL()
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Deep and Base agent loops and LLM providers",
 		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
 	if err != nil {
@@ -107,12 +119,29 @@ func (s *Service) Start(ctx context.Context) error {
 		subagents[k] = deep.Subagent{Description: v.Description, Prompt: v.Prompt}
 	}
 	s.agents = map[string]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: vfs.NewFS(n.Client), REPL: s.repl, Prompt: prompt,
-		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens, Log: s.log})}
+		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens, Log: s.log}),
+		agent.AgentBase: base.New(base.Options{MCPURL: mcpURL(cfg), Prompt: basePrompt, MaxSteps: cfg.MaxSteps, MaxResultChars: cfg.EvictChars, Log: s.log})}
 	if err := s.register(); err != nil {
 		_ = s.Stop(ctx)
 		return fmt.Errorf("registering agent endpoints: %w", err)
 	}
 	return nil
+}
+
+// mcpURL is our /mcp as a Base provider reaches it.
+func mcpURL(cfg *conf.Config) string { return strings.TrimRight(cfg.MCPPublicURL, "/") + "/mcp" }
+
+// warnPrivateMCPURL says at start-up what would otherwise only show on the
+// first Base turn: a hosted provider cannot reach a loopback or private
+// MCP_PUBLIC_URL.
+func (s *Service) warnPrivateMCPURL() {
+	if !privateHost(s.opts.Config.MCPPublicURL) {
+		return
+	}
+	if names := s.providers[agent.AgentBase].remoteUsable(); len(names) > 0 {
+		s.log.Warn("MCP_PUBLIC_URL is a loopback or private address that hosted model providers cannot reach; Base-agent turns on these providers will fail until MCP_PUBLIC_URL is a public URL of the gateway",
+			"mcp_public_url", s.opts.Config.MCPPublicURL, "providers", strings.Join(names, ","))
+	}
 }
 
 func (s *Service) register() error {

@@ -3,10 +3,13 @@ package agentsvc
 import (
 	"fmt"
 	"log/slog"
+	"net/netip"
+	"net/url"
 	"sort"
 	"strings"
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -15,14 +18,22 @@ import (
 // provider inside agent-svc, so the stack runs with no API key.
 const ScriptedProvider = "scripted"
 
-// defaultProviders apply when PROVIDERS_DEEP is empty.
-var defaultProviders = map[string]conf.Provider{
-	"openai":    {Type: "openai", Model: "gpt-4.1-mini", APIKey: "OPENAI_API_KEY"},
-	"anthropic": {Type: "anthropic", Model: "claude-sonnet-4-5", APIKey: "ANTHROPIC_API_KEY"},
+// defaultProviders apply when PROVIDERS_DEEP or PROVIDERS_BASE is empty.
+var defaultProviders = map[string]map[string]conf.Provider{
+	agent.AgentDeep: {
+		"openai":    {Type: "openai", Model: "gpt-4.1-mini", APIKey: "OPENAI_API_KEY"},
+		"anthropic": {Type: "anthropic", Model: "claude-sonnet-4-5", APIKey: "ANTHROPIC_API_KEY"},
+	},
+	agent.AgentBase: {
+		"openai":    {Type: "openai-responses", Model: "gpt-4.1-mini", APIKey: "OPENAI_API_KEY"},
+		"anthropic": {Type: "anthropic", Model: "claude-sonnet-4-5", APIKey: "ANTHROPIC_API_KEY"},
+	},
 }
 
-// providerSet resolves a turn's provider (SPEC §9).
+// providerSet resolves a turn's provider for one agent (SPEC §9).
 type providerSet struct {
+	// agent is deep or base: what the providers are built for.
+	agent   string
 	entries map[string]conf.Provider
 	// order is the default preference: names sorted, since a YAML
 	// mapping's order does not survive decoding.
@@ -32,13 +43,13 @@ type providerSet struct {
 	retries  int
 }
 
-func newProviderSet(cfg *conf.Config, entries map[string]conf.Provider) *providerSet {
+func newProviderSet(cfg *conf.Config, agentName string, entries map[string]conf.Provider) *providerSet {
 	if len(entries) == 0 {
-		entries = defaultProviders
+		entries = defaultProviders[agentName]
 	}
 	// conf resolved every api_key name into its secret (nothing else reads
 	// the environment).
-	ps := &providerSet{entries: map[string]conf.Provider{}, override: cfg.Provider, retries: cfg.ProviderRetries, secrets: cfg.ProviderKeys}
+	ps := &providerSet{agent: agentName, entries: map[string]conf.Provider{}, override: cfg.Provider, retries: cfg.ProviderRetries, secrets: cfg.ProviderKeys}
 	if ps.retries == 0 {
 		ps.retries = -1 // llm treats 0 as its default; PROVIDER_RETRIES=0 means none
 	}
@@ -60,27 +71,36 @@ func (ps *providerSet) add(name string, p conf.Provider) {
 
 // check reports at start-up what would fail at turn time (SPEC §9): a
 // PROVIDER override that is unknown or lacks its key is an error naming
-// it, and every other entry whose key is not set is a warning.
+// it, and every other entry whose key is not set is a warning. PROVIDER
+// picks among the Deep providers; a Base set only checks it when it has
+// an entry of that name.
 func (ps *providerSet) check(log *slog.Logger) error {
 	if ps.override != "" {
 		p, ok := ps.entries[ps.override]
-		if !ok {
+		switch {
+		case !ok && ps.agent == agent.AgentDeep:
 			return fmt.Errorf("PROVIDER: unknown provider %q (configured: %s)", ps.override, strings.Join(ps.order, ", "))
-		}
-		if p.APIKey != "" && ps.secrets[p.APIKey] == "" {
+		case ok && p.APIKey != "" && ps.secrets[p.APIKey] == "":
 			return fmt.Errorf("PROVIDER: provider %q needs %s, which is not set", ps.override, p.APIKey)
 		}
 	}
 	for _, n := range ps.order {
 		if p := ps.entries[n]; p.APIKey != "" && ps.secrets[p.APIKey] == "" {
-			log.Warn("a model provider's key is not set; turns that pick it fail", "provider", n, "api_key", p.APIKey)
+			log.Warn("a model provider's key is not set; turns that pick it fail", "agent", ps.agent, "provider", n, "api_key", p.APIKey)
 		}
 	}
 	return nil
 }
 
+// resolved is a turn's provider: provider for Deep, remote for Base.
+type resolved struct {
+	provider llm.Provider
+	remote   llm.MCPProvider
+	model    string
+}
+
 // resolve returns the provider for a turn and its model.
-func (ps *providerSet) resolve(name, model string) (llm.Provider, string, error) {
+func (ps *providerSet) resolve(name, model string) (*resolved, error) {
 	if name == "" {
 		name = ps.override
 	}
@@ -101,29 +121,68 @@ func (ps *providerSet) resolve(name, model string) (llm.Provider, string, error)
 				names = append(names, k)
 			}
 			sort.Strings(names)
-			return nil, "", wire.Errorf(wire.FailedPrecondition, "no model provider is configured: set %s", strings.Join(names, " or "))
+			return nil, wire.Errorf(wire.FailedPrecondition, "no model provider is configured: set %s", strings.Join(names, " or "))
 		}
 	}
 	p, ok := ps.entries[name]
 	if !ok {
-		return nil, "", wire.Errorf(wire.InvalidArgument, "unknown provider %q (configured: %s)", name, strings.Join(ps.order, ", "))
+		return nil, wire.Errorf(wire.InvalidArgument, "unknown provider %q (configured: %s)", name, strings.Join(ps.order, ", "))
 	}
 	key := ""
 	if p.APIKey != "" {
 		key = ps.secrets[p.APIKey]
 		if key == "" {
-			return nil, "", wire.Errorf(wire.FailedPrecondition, "provider %q needs %s, which is not set", name, p.APIKey)
+			return nil, wire.Errorf(wire.FailedPrecondition, "provider %q needs %s, which is not set", name, p.APIKey)
 		}
 	}
 	if model == "" {
 		model = p.Model
 	}
 	opts := llm.ClientOptions{Name: name, BaseURL: p.BaseURL, APIKey: key, MaxRetries: ps.retries}
-	switch p.Type {
-	case "openai":
-		return llm.NewOpenAI(opts), model, nil
-	case "anthropic":
-		return llm.NewAnthropic(opts), model, nil
+	switch {
+	case ps.agent == agent.AgentBase && p.Type == "openai-responses":
+		return &resolved{remote: llm.NewOpenAIResponses(opts), model: model}, nil
+	case ps.agent == agent.AgentBase && p.Type == "anthropic":
+		return &resolved{remote: llm.NewAnthropic(opts), model: model}, nil
+	case ps.agent == agent.AgentBase:
+		return nil, wire.Errorf(wire.FailedPrecondition, "provider %q has type %q; the Base agent speaks openai-responses or anthropic (PROVIDERS_BASE)", name, p.Type)
+	case p.Type == "openai":
+		return &resolved{provider: llm.NewOpenAI(opts), model: model}, nil
+	case p.Type == "anthropic":
+		return &resolved{provider: llm.NewAnthropic(opts), model: model}, nil
 	}
-	return nil, "", wire.Errorf(wire.FailedPrecondition, "provider %q has type %q; the Deep agent speaks openai or anthropic", name, p.Type)
+	return nil, wire.Errorf(wire.FailedPrecondition, "provider %q has type %q; the Deep agent speaks openai or anthropic", name, p.Type)
+}
+
+// remoteUsable lists the providers whose key resolves and that run on
+// another host (a provider on a loopback base_url, such as the scripted
+// one, reaches a loopback MCP_PUBLIC_URL).
+func (ps *providerSet) remoteUsable() []string {
+	var out []string
+	for _, n := range ps.order {
+		p := ps.entries[n]
+		if p.APIKey != "" && ps.secrets[p.APIKey] == "" {
+			continue
+		}
+		if p.BaseURL != "" && privateHost(p.BaseURL) {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// privateHost reports whether a URL's host is loopback, private or
+// link-local: a hosted provider cannot reach it.
+func privateHost(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified())
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -27,6 +28,7 @@ func TestProviderResolve(t *testing.T) {
 	}
 	cases := []struct {
 		name      string
+		agent     string
 		entries   map[string]conf.Provider
 		openai    string
 		anthropic string
@@ -37,18 +39,22 @@ func TestProviderResolve(t *testing.T) {
 		code      wire.Code
 		errText   string
 	}{
-		{"default: first entry whose key resolves", custom, "sk", "", "", "", "", "or-model", "", ""},
-		{"default prefers sorted order", custom, "sk", "ak", "", "", "", "claude", "", ""},
-		{"named provider with model override", custom, "", "ak", "", "a-claude", "claude-x", "claude-x", "", ""},
-		{"no key needed", custom, "", "", "", "local", "", "llama", "", ""},
-		{"missing key names the variable", custom, "", "", "", "b-openrouter", "", "", wire.FailedPrecondition, "needs OPENAI_API_KEY"},
-		{"any key name: missing", custom, "", "", "", "odd", "", "", wire.FailedPrecondition, `provider "odd" needs SOME_OTHER_KEY, which is not set`},
-		{"any key name: set", custom, "", "", "", "c-router", "", "router-model", "", ""},
-		{"unknown provider", custom, "sk", "", "", "nope", "", "", wire.InvalidArgument, "unknown provider"},
-		{"wrong type for deep", custom, "sk", "", "", "responses", "", "", wire.FailedPrecondition, "openai or anthropic"},
-		{"override", custom, "sk", "ak", "local", "", "", "llama", "", ""},
-		{"built-in defaults with no key", nil, "", "", "", "", "", "", wire.FailedPrecondition, "ANTHROPIC_API_KEY or OPENAI_API_KEY"},
-		{"built-in default with an anthropic key", nil, "", "ak", "", "", "", "claude-sonnet-4-5", "", ""},
+		{"default: first entry whose key resolves", "", custom, "sk", "", "", "", "", "or-model", "", ""},
+		{"default prefers sorted order", "", custom, "sk", "ak", "", "", "", "claude", "", ""},
+		{"named provider with model override", "", custom, "", "ak", "", "a-claude", "claude-x", "claude-x", "", ""},
+		{"no key needed", "", custom, "", "", "", "local", "", "llama", "", ""},
+		{"missing key names the variable", "", custom, "", "", "", "b-openrouter", "", "", wire.FailedPrecondition, "needs OPENAI_API_KEY"},
+		{"any key name: missing", "", custom, "", "", "", "odd", "", "", wire.FailedPrecondition, `provider "odd" needs SOME_OTHER_KEY, which is not set`},
+		{"any key name: set", "", custom, "", "", "", "c-router", "", "router-model", "", ""},
+		{"unknown provider", "", custom, "sk", "", "", "nope", "", "", wire.InvalidArgument, "unknown provider"},
+		{"wrong type for deep", "", custom, "sk", "", "", "responses", "", "", wire.FailedPrecondition, "openai or anthropic"},
+		{"override", "", custom, "sk", "ak", "local", "", "", "llama", "", ""},
+		{"built-in defaults with no key", "", nil, "", "", "", "", "", "", wire.FailedPrecondition, "ANTHROPIC_API_KEY or OPENAI_API_KEY"},
+		{"built-in default with an anthropic key", "", nil, "", "ak", "", "", "", "claude-sonnet-4-5", "", ""},
+		{"base: responses", "base", custom, "sk", "", "", "responses", "", "x", "", ""},
+		{"base: anthropic", "base", custom, "", "ak", "", "a-claude", "", "claude", "", ""},
+		{"base: chat completions refused", "base", custom, "sk", "", "", "b-openrouter", "", "", wire.FailedPrecondition, "openai-responses or anthropic"},
+		{"base: built-in default is responses", "base", nil, "sk", "", "", "", "", "gpt-4.1-mini", "", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -63,7 +69,11 @@ func TestProviderResolve(t *testing.T) {
 				delete(keys, "OPENROUTER_API_KEY")
 			}
 			cfg := &conf.Config{ProviderKeys: keys, Provider: tc.override, ProviderRetries: 3}
-			ps := newProviderSet(cfg, tc.entries)
+			kind := tc.agent
+			if kind == "" {
+				kind = agent.AgentDeep
+			}
+			ps := newProviderSet(cfg, kind, tc.entries)
 			if tc.entries != nil {
 				// "local" needs no key, so it would win the default; the
 				// default cases test the keyed entries.
@@ -74,15 +84,15 @@ func TestProviderResolve(t *testing.T) {
 					}
 				}
 			}
-			p, model, err := ps.resolve(tc.provider, tc.model)
+			p, err := ps.resolve(tc.provider, tc.model)
 			if tc.code != "" {
 				if !wire.IsCode(err, tc.code) || !strings.Contains(err.Error(), tc.errText) {
 					t.Fatalf("err %v, want %s with %q", err, tc.code, tc.errText)
 				}
 				return
 			}
-			if err != nil || p == nil || model != tc.wantModel {
-				t.Fatalf("got %v %q %v, want model %q", p, model, err, tc.wantModel)
+			if err != nil || p.model != tc.wantModel || (p.provider == nil) == (p.remote == nil) || (kind == agent.AgentBase) != (p.remote != nil) {
+				t.Fatalf("got %+v %v, want model %q for %s", p, err, tc.wantModel, kind)
 			}
 		})
 	}
@@ -134,18 +144,18 @@ PROVIDER_RETRIES: 0
 		return res.Config
 	}
 	cfg := load(map[string]string{"OPENAI_API_KEY": "sk-oa", "OPENROUTER_API_KEY": "sk-or"})
-	ps := newProviderSet(cfg, cfg.ProvidersDeep)
+	ps := newProviderSet(cfg, agent.AgentDeep, cfg.ProvidersDeep)
 	log, logs := servicetest.CaptureLogger(t)
 	if err := ps.check(log); err != nil || logs.String() != "" {
 		t.Fatalf("check: %v, logs %q", err, logs.String())
 	}
 	for name, model := range map[string]string{"openai": "gpt", "openrouter": "or", "ollama": "llama"} {
-		if _, m, err := ps.resolve(name, ""); err != nil || m != model {
-			t.Errorf("resolve(%s) = %q, %v", name, m, err)
+		if r, err := ps.resolve(name, ""); err != nil || r.model != model {
+			t.Errorf("resolve(%s) = %+v, %v", name, r, err)
 		}
 	}
-	p, _, _ := ps.resolve("openrouter", "")
-	_, err := p.Stream(context.Background(), &llm.Request{Model: "or", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, func(llm.Delta) {})
+	p, _ := ps.resolve("openrouter", "")
+	_, err := p.provider.Stream(context.Background(), &llm.Request{Model: "or", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, func(llm.Delta) {})
 	var le *llm.Error
 	if !errors.As(err, &le) || le.Public() != "provider openrouter: HTTP 429 rate limited" {
 		t.Fatalf("err %v, want a named 429", err)
@@ -157,20 +167,30 @@ PROVIDER_RETRIES: 0
 	// Without OPENROUTER_API_KEY: a warning at start-up naming it, an
 	// error when PROVIDER selects it, and a turn that picks it fails.
 	cfg = load(map[string]string{"OPENAI_API_KEY": "sk-oa"})
-	ps = newProviderSet(cfg, cfg.ProvidersDeep)
+	ps = newProviderSet(cfg, agent.AgentDeep, cfg.ProvidersDeep)
 	log, logs = servicetest.CaptureLogger(t)
 	if err := ps.check(log); err != nil || !strings.Contains(logs.String(), "provider=openrouter api_key=OPENROUTER_API_KEY") || strings.Contains(logs.String(), "sk-") {
 		t.Fatalf("check: %v, logs %q", err, logs.String())
 	}
-	if _, _, err := ps.resolve("openrouter", ""); !wire.IsCode(err, wire.FailedPrecondition) || !strings.Contains(err.Error(), "needs OPENROUTER_API_KEY") {
+	if _, err := ps.resolve("openrouter", ""); !wire.IsCode(err, wire.FailedPrecondition) || !strings.Contains(err.Error(), "needs OPENROUTER_API_KEY") {
 		t.Errorf("resolve: %v", err)
 	}
 	cfg.Provider = "openrouter"
-	if err := newProviderSet(cfg, cfg.ProvidersDeep).check(log); err == nil || err.Error() != `PROVIDER: provider "openrouter" needs OPENROUTER_API_KEY, which is not set` {
+	if err := newProviderSet(cfg, agent.AgentDeep, cfg.ProvidersDeep).check(log); err == nil || err.Error() != `PROVIDER: provider "openrouter" needs OPENROUTER_API_KEY, which is not set` {
 		t.Errorf("check with PROVIDER: %v", err)
 	}
 	cfg.Provider = "nope"
-	if err := newProviderSet(cfg, cfg.ProvidersDeep).check(log); err == nil || !strings.Contains(err.Error(), `unknown provider "nope"`) {
+	if err := newProviderSet(cfg, agent.AgentDeep, cfg.ProvidersDeep).check(log); err == nil || !strings.Contains(err.Error(), `unknown provider "nope"`) {
 		t.Errorf("check with an unknown PROVIDER: %v", err)
+	}
+}
+
+func TestPrivateHost(t *testing.T) {
+	cases := map[string]bool{"http://localhost:18080": true, "http://127.0.0.1:1": true, "http://[::1]/": true, "http://10.1.2.3": true,
+		"http://app.localhost": true, "http://0.0.0.0:80": true, "https://mcp.example.com": false, "https://8.8.8.8": false}
+	for u, want := range cases {
+		if got := privateHost(u); got != want {
+			t.Errorf("privateHost(%q) = %v, want %v", u, got, want)
+		}
 	}
 }

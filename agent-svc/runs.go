@@ -50,10 +50,10 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	if err != nil {
 		return nil, err
 	}
-	if s.agents[kind] == nil {
-		return nil, wire.Errorf(wire.FailedPrecondition, "the %s agent is not available in this version; use agent \"deep\"", kind)
+	if kind == agent.AgentBase && req.MCPToken == "" {
+		return nil, wire.Errorf(wire.FailedPrecondition, "a Base turn needs an MCP token; start it through the gateway")
 	}
-	provider, model, err := s.providers.resolve(req.Provider, req.Model)
+	provider, err := s.providers[kind].resolve(req.Provider, req.Model)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	s.runs[req.RunID] = cancel
 	s.mu.Unlock()
 	s.wg.Add(1)
-	r := &turnRun{s: s, req: req, sessionID: sessionID, history: history, kind: kind, provider: provider, model: model,
+	r := &turnRun{s: s, req: req, sessionID: sessionID, history: history, kind: kind, provider: provider,
 		heartbeat: time.Duration(hb) * time.Millisecond}
 	go func() {
 		defer s.wg.Done()
@@ -150,8 +150,7 @@ type turnRun struct {
 	// history is the session's model messages, loaded before the ack.
 	history   []llm.Message
 	kind      string
-	provider  llm.Provider
-	model     string
+	provider  *resolved
 	heartbeat time.Duration
 
 	mu         sync.Mutex
@@ -217,7 +216,7 @@ func (r *turnRun) run(ctx context.Context) {
 func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	cfg := r.s.opts.Config
 	t := &turn.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: r.history,
-		Provider: r.provider, Model: r.model, Emit: r.emit,
+		Provider: r.provider.provider, Remote: r.provider.remote, MCPToken: r.req.MCPToken, Model: r.provider.model, Emit: r.emit,
 		PromptData: turn.PromptData{Date: today(r.req.Timezone), Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
 	out, err := r.s.agents[r.kind].Run(ctx, t)
 	if err != nil {

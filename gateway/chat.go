@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -48,6 +50,9 @@ func (s *Service) chat(c echo.Context) error {
 	}
 	req := &agent.StartRequest{RunID: uuid.NewString(), AccountID: principal(c).AccountID, SessionID: body.SessionID, Question: q,
 		Agent: body.Agent, Provider: body.Provider, Model: body.Model, Language: body.Language, Timezone: body.Timezone}
+	if err := s.baseToken(c.Request().Context(), req); err != nil {
+		return err
+	}
 	w := c.Response()
 	started := false
 	write := func(ev agent.Event) {
@@ -83,5 +88,30 @@ func (s *Service) chat(c echo.Context) error {
 	}
 	write(agent.Event{Type: agent.EventError, Message: msg})
 	write(agent.Event{Type: agent.EventEnd, FinishReason: finish})
+	return nil
+}
+
+// baseToken gives a Base turn the token its provider presents to /mcp: a
+// fresh JWT with agent base, bound to the account and the session (a new
+// session gets its id here, so that the token can name it), living no
+// longer than the turn and at most 10 minutes. The user's own key never
+// leaves the gateway.
+func (s *Service) baseToken(ctx context.Context, req *agent.StartRequest) error {
+	a := strings.ToLower(strings.TrimSpace(req.Agent))
+	if a == "" {
+		a = s.opts.Config.DefaultAgent
+	}
+	if a != agent.AgentBase && a != "baseline" {
+		return nil
+	}
+	if req.SessionID == "" {
+		req.SessionID = uuid.NewString()
+	}
+	ttl := min(agentTokenMaxTTL, time.Duration(s.opts.Config.TurnTimeoutS)*time.Second)
+	tok, err := s.mintAgentToken(ctx, &agentTokenRequest{AccountID: req.AccountID, SessionID: req.SessionID, Agent: agent.AgentBase, TTL: ttl})
+	if err != nil {
+		return fmt.Errorf("minting the Base agent's MCP token: %w", err)
+	}
+	req.MCPToken = tok
 	return nil
 }

@@ -3,14 +3,22 @@ package scripted
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // Demo is the responder `mirobody dev` uses with PROVIDER=scripted: a
 // stateless multi-step turn (plan, write a file, read it back, compute in
 // the REPL, answer) that exercises the Deep agent's tools with no API key.
 // Tools the request does not offer are skipped.
+//
+// A Base-agent request (one that hands over an MCP server) gets an answer
+// that names the tools the server listed to the provider.
 func Demo(r *Received) (Step, error) {
 	q := r.LastUser()
+	if r.MCP != nil {
+		return Step{Text: fmt.Sprintf("This is the scripted provider (PROVIDER=scripted) running the Base agent. You asked: %q. Through the %s MCP server I can use %d tools: %s.",
+			q, r.MCP.Label, len(r.Tools), strings.Join(r.Tools, ", "))}, nil
+	}
 	qa, _ := json.Marshal(q)
 	plan := []Call{{Name: "write_todos", Args: `{"todos":[{"content":"Note the question","status":"in_progress"},{"content":"Compute an answer","status":"pending"},{"content":"Reply","status":"pending"}]}`}}
 	steps := []Step{

@@ -1,10 +1,16 @@
 // Package scripted is a model provider test double: an HTTP server that
-// speaks the real wire formats of OpenAI Chat Completions and Anthropic
-// Messages (JSON requests, SSE responses), answers each request with the step
-// a script chooses, checks what it received, and injects faults (429 with
-// Retry-After, 500, slow streams, connections dropped mid-stream). Clients
-// reach it through an ordinary base_url, so the code under test is the
-// production code path.
+// speaks the real wire formats of OpenAI Chat Completions, OpenAI Responses
+// and Anthropic Messages (JSON requests, SSE responses), answers each
+// request with the step a script chooses, checks what it received, and
+// injects faults (429 with Retry-After, 500, slow streams, connections
+// dropped mid-stream). Clients reach it through an ordinary base_url, so the
+// code under test is the production code path.
+//
+// A request that hands the provider an MCP server (a Responses mcp tool,
+// Anthropic mcp_servers) is served as the real providers do: the server
+// connects to that MCP server with the official MCP Go SDK client and the
+// credentials it was given, lists the tools, runs the tool calls the script
+// asks for, and streams the provider's MCP events and the final text.
 package scripted
 
 import (
@@ -24,6 +30,7 @@ import (
 const (
 	FormatOpenAI    = "openai"
 	FormatAnthropic = "anthropic"
+	FormatResponses = "openai-responses"
 )
 
 // Call is one tool call a step emits.
@@ -70,6 +77,20 @@ type Received struct {
 	Messages []llm.Message
 	// Header holds the request headers (for auth checks).
 	Header http.Header
+	// MCP is the MCP server the request hands to the provider; nil for a
+	// request without one. Tools then lists that server's tools, and
+	// Messages grows by each step's tool calls and results.
+	MCP *MCPServer
+}
+
+// MCPServer is an MCP server named in a request.
+type MCPServer struct {
+	Label string
+	URL   string
+	// Authorization is the Authorization header the provider sends to it.
+	Authorization string
+	// Headers are the other headers the request asked for.
+	Headers map[string]string
 }
 
 // LastUser returns the content of the last user message.
@@ -131,12 +152,17 @@ type Server struct {
 // New starts a server on a free loopback port.
 func New(respond Responder) *Server {
 	s := &Server{respond: respond}
+	s.srv = httptest.NewServer(s.mux())
+	return s
+}
+
+func (s *Server) mux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", s.handle(FormatOpenAI))
 	mux.HandleFunc("POST /chat/completions", s.handle(FormatOpenAI))
+	mux.HandleFunc("POST /v1/responses", s.handle(FormatResponses))
 	mux.HandleFunc("POST /v1/messages", s.handle(FormatAnthropic))
-	s.srv = httptest.NewServer(mux)
-	return s
+	return mux
 }
 
 // Listen starts a server on addr (for `mirobody dev`), not only for tests.
@@ -146,15 +172,12 @@ func Listen(addr string, respond Responder) (*Server, error) {
 		return nil, fmt.Errorf("listening for the scripted provider: %w", err)
 	}
 	s := &Server{respond: respond}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", s.handle(FormatOpenAI))
-	mux.HandleFunc("POST /v1/messages", s.handle(FormatAnthropic))
-	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: s.mux(), ReadHeaderTimeout: 10 * time.Second}}
 	s.srv.Start()
 	return s, nil
 }
 
-// OpenAIBaseURL is the base_url for an openai provider.
+// OpenAIBaseURL is the base_url for an openai or openai-responses provider.
 func (s *Server) OpenAIBaseURL() string { return s.srv.URL + "/v1" }
 
 // AnthropicBaseURL is the base_url for an anthropic provider.
@@ -195,13 +218,20 @@ func (s *Server) handle(format string) http.HandlerFunc {
 		}()
 		var rec *Received
 		var err error
-		if format == FormatOpenAI {
+		switch format {
+		case FormatOpenAI:
 			rec, err = parseOpenAI(r)
-		} else {
+		case FormatResponses:
+			rec, err = parseResponses(r)
+		default:
 			rec, err = parseAnthropic(r)
 		}
 		if err != nil {
 			s.fail(w, err)
+			return
+		}
+		if rec.MCP != nil {
+			s.runMCP(w, r, rec)
 			return
 		}
 		s.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
@@ -138,9 +139,17 @@ type anthropicRequest struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
 	Tools []struct {
-		Name        string          `json:"name"`
-		InputSchema json.RawMessage `json:"input_schema"`
+		Type          string          `json:"type"`
+		Name          string          `json:"name"`
+		InputSchema   json.RawMessage `json:"input_schema"`
+		MCPServerName string          `json:"mcp_server_name"`
 	} `json:"tools"`
+	MCPServers []struct {
+		Type               string `json:"type"`
+		Name               string `json:"name"`
+		URL                string `json:"url"`
+		AuthorizationToken string `json:"authorization_token"`
+	} `json:"mcp_servers"`
 }
 
 type anthropicBlock struct {
@@ -166,8 +175,16 @@ func parseAnthropic(r *http.Request) (*Received, error) {
 		return nil, fmt.Errorf("messages request without max_tokens")
 	}
 	rec := &Received{Format: FormatAnthropic, Model: req.Model, System: text(req.System), Header: r.Header}
+	toolsets := map[string]bool{}
 	for _, t := range req.Tools {
+		if t.Type == "mcp_toolset" {
+			toolsets[t.MCPServerName] = true
+			continue
+		}
 		rec.Tools = append(rec.Tools, t.Name)
+	}
+	if err := anthropicMCP(r, rec, &req, toolsets); err != nil {
+		return nil, err
 	}
 	for _, m := range req.Messages {
 		var blocks []anthropicBlock
@@ -255,4 +272,37 @@ func streamAnthropic(e *emitter, rec *Received, step Step) {
 	e.send("message_delta", map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
 		"usage": map[string]any{"output_tokens": out}})
 	e.send("message_stop", map[string]any{"type": "message_stop"})
+}
+
+// anthropicMCPBeta is the MCP connector beta whose request shape the
+// server checks: mcp_servers plus an mcp_toolset tool naming each one.
+const anthropicMCPBeta = "mcp-client-2025-11-20"
+
+// anthropicMCP checks the MCP connector part of a request as the real API
+// does and notes the server.
+func anthropicMCP(r *http.Request, rec *Received, req *anthropicRequest, toolsets map[string]bool) error {
+	if len(req.MCPServers) == 0 {
+		if len(toolsets) > 0 {
+			return fmt.Errorf("mcp_toolset without mcp_servers")
+		}
+		return nil
+	}
+	if !strings.Contains(r.Header.Get("anthropic-beta"), anthropicMCPBeta) {
+		return fmt.Errorf("mcp_servers needs the anthropic-beta header %s, got %q", anthropicMCPBeta, r.Header.Get("anthropic-beta"))
+	}
+	if len(req.MCPServers) != 1 {
+		return fmt.Errorf("the scripted provider serves one MCP server per request, got %d", len(req.MCPServers))
+	}
+	m := req.MCPServers[0]
+	if m.Type != "url" || m.Name == "" || m.URL == "" {
+		return fmt.Errorf("mcp server %+v needs type url, a name and a url", m.Name)
+	}
+	if !toolsets[m.Name] {
+		return fmt.Errorf("mcp server %s has no mcp_toolset tool", m.Name)
+	}
+	rec.MCP = &MCPServer{Label: m.Name, URL: m.URL}
+	if m.AuthorizationToken != "" {
+		rec.MCP.Authorization = "Bearer " + m.AuthorizationToken
+	}
+	return nil
 }

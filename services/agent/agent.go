@@ -49,6 +49,11 @@ type StartRequest struct {
 	Timezone  string `json:"timezone,omitempty"`
 	// HeartbeatMS overrides the heartbeat interval (tests use it).
 	HeartbeatMS int `json:"heartbeat_ms,omitempty"`
+	// MCPToken is the short-lived access token (agent base, bound to the
+	// account and session) that a Base turn's provider presents to our
+	// /mcp as `Authorization: Bearer`. The gateway mints it; it is never
+	// the user's own key. Secret: never logged.
+	MCPToken string `json:"mcp_token,omitempty"`
 }
 
 // StartResponse acknowledges a run.

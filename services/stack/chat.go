@@ -23,6 +23,8 @@ const chatUsage = `usage: mirobody chat [flags] "question"
 
 Streams one chat turn from the gateway's /api/chat, showing tool steps and
 todos as they happen. Without --key it uses the dev demo key in DEV_DIR.
+--agent base hands the turn to a provider that calls our /mcp itself
+(MCP_PUBLIC_URL must be reachable from the provider).
 `
 
 // runChat is `mirobody chat "question"`.
@@ -35,7 +37,7 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	key := fs.String("key", "", "API key (default: the dev demo key)")
 	session := fs.String("session", "", "continue this session id")
 	agentName := fs.String("agent", "", "deep or base (default: DEFAULT_AGENT)")
-	provider := fs.String("provider", "", "provider name from PROVIDERS_DEEP")
+	provider := fs.String("provider", "", "provider name from PROVIDERS_DEEP (or PROVIDERS_BASE with --agent base)")
 	raw := fs.Bool("json", false, "print the raw events, one JSON object a line")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -1,7 +1,6 @@
 package deep
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -46,14 +45,7 @@ Skills: read /skills/<name>/SKILL.md before you follow one.
 
 // ParsePrompt parses a prompt template; empty text means DefaultPrompt.
 func ParsePrompt(text string) (*template.Template, error) {
-	if strings.TrimSpace(text) == "" {
-		text = DefaultPrompt
-	}
-	t, err := template.New("prompt").Option("missingkey=zero").Parse(text)
-	if err != nil {
-		return nil, fmt.Errorf("parsing the prompt template: %w", err)
-	}
-	return t, nil
+	return turn.ParsePrompt(text, DefaultPrompt)
 }
 
 func renderPrompt(t *template.Template, d turn.PromptData) (string, error) {
@@ -63,14 +55,7 @@ func renderPrompt(t *template.Template, d turn.PromptData) (string, error) {
 			return "", err
 		}
 	}
-	if d.Date == "" {
-		d.Date = time.Now().UTC().Format("2006-01-02")
-	}
-	var b bytes.Buffer
-	if err := t.Execute(&b, d); err != nil {
-		return "", fmt.Errorf("rendering the prompt: %w", err)
-	}
-	return b.String(), nil
+	return turn.RenderPrompt(t, d)
 }
 
 // previewChars is the size of the head and of the tail an evicted result

@@ -228,32 +228,13 @@ func (r *run) callModel(ctx context.Context, defs []llm.Tool) (*llm.Response, er
 	}
 }
 
-// fail reports err as an error event and returns the finish reason. The
-// message names the kind of error, never internal details.
+// fail reports err as an error event and returns the finish reason.
 func (r *run) fail(ctx context.Context, err error) string {
-	var le *llm.Error
-	switch {
-	case errors.Is(err, context.Canceled) || (ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled)):
-		return agent.FinishCancelled
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-		r.emit(agent.Event{Type: agent.EventError, Message: "the turn ran out of time (TURN_TIMEOUT_S)"})
-		return agent.FinishError
-	case errors.As(err, &le):
-		r.a.log.Warn("model call failed", "provider", le.Provider, "status", le.Status, "err", err)
-		switch le.Kind {
-		case "rate_limited":
-			r.emit(agent.Event{Type: agent.EventError, Message: le.Public() + "; try again later"})
-			return agent.FinishUnavailable
-		case "auth", "bad_request":
-			r.emit(agent.Event{Type: agent.EventError, Message: le.Public()})
-			return agent.FinishError
-		}
-		r.emit(agent.Event{Type: agent.EventError, Message: le.Public()})
-		return agent.FinishUnavailable
+	msg, finish := turn.Failure(ctx, err, r.a.log)
+	if msg != "" {
+		r.emit(agent.Event{Type: agent.EventError, Message: msg})
 	}
-	r.a.log.Error("turn failed", "err", err)
-	r.emit(agent.Event{Type: agent.EventError, Message: "internal error"})
-	return agent.FinishError
+	return finish
 }
 
 func (r *run) callTool(ctx context.Context, tc llm.ToolCall) result {

@@ -144,6 +144,8 @@ var kindText = map[string]string{
 	"bad_request":   "rejected the request",
 	"unavailable":   "unavailable",
 	"stream_broken": "stream broke mid-way",
+	// KindMCPUnreachable (mcp.go)
+	"mcp_unreachable": "could not reach the MCP server it was given",
 }
 
 // named sets the provider's name on an *Error.

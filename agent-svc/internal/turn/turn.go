@@ -38,6 +38,12 @@ type Turn struct {
 	// History is the session's replayable model messages.
 	History  []llm.Message
 	Provider llm.Provider
+	// Remote is the Base agent's provider, which runs the tool loop itself
+	// against our /mcp.
+	Remote llm.MCPProvider
+	// MCPToken is the short-lived token the Base agent's provider presents
+	// to our /mcp (never the user's own key).
+	MCPToken string
 	Model    string
 	// PromptData fills the system prompt template.
 	PromptData PromptData
