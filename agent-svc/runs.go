@@ -216,7 +216,7 @@ func (r *turnRun) run(ctx context.Context) {
 func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	cfg := r.s.opts.Config
 	t := &turn.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: r.history,
-		Provider: r.provider.provider, Remote: r.provider.remote, MCPToken: r.req.MCPToken, Model: r.provider.model, Emit: r.emit,
+		Provider: r.provider.provider, Remote: r.provider.remote, MCPToken: r.req.MCPToken, Model: r.provider.model, Emit: r.emit, MCPServers: r.req.MCPServers,
 		PromptData: turn.PromptData{Date: today(r.req.Timezone), Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
 	out, err := r.s.agents[r.kind].Run(ctx, t)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -26,6 +28,8 @@ type chatRequest struct {
 	Model     string `json:"model"`
 	Language  string `json:"language"`
 	Timezone  string `json:"timezone"`
+	// MCPServers are external MCP servers for this turn only (SPEC §7).
+	MCPServers []registry.ServerSpec `json:"mcp_servers"`
 }
 
 // chat answers POST /api/chat with the turn's events as Server-Sent
@@ -48,8 +52,12 @@ func (s *Service) chat(c echo.Context) error {
 	if q == "" {
 		q = body.Message
 	}
+	if err := checkTurnServers(body.MCPServers); err != nil {
+		return err
+	}
 	req := &agent.StartRequest{RunID: uuid.NewString(), AccountID: principal(c).AccountID, SessionID: body.SessionID, Question: q,
-		Agent: body.Agent, Provider: body.Provider, Model: body.Model, Language: body.Language, Timezone: body.Timezone}
+		Agent: body.Agent, Provider: body.Provider, Model: body.Model, Language: body.Language, Timezone: body.Timezone,
+		MCPServers: body.MCPServers}
 	if err := s.baseToken(c.Request().Context(), req); err != nil {
 		return err
 	}
@@ -113,5 +121,27 @@ func (s *Service) baseToken(ctx context.Context, req *agent.StartRequest) error 
 		return fmt.Errorf("minting the Base agent's MCP token: %w", err)
 	}
 	req.MCPToken = tok
+	return nil
+}
+
+// maxTurnServers bounds a chat request's mcp_servers.
+const maxTurnServers = 8
+
+// checkTurnServers rejects a malformed mcp_servers list; registry-svc
+// applies the SSRF policy when it connects.
+func checkTurnServers(servers []registry.ServerSpec) error {
+	if len(servers) > maxTurnServers {
+		return wire.Errorf(wire.InvalidArgument, "mcp_servers holds at most %d servers", maxTurnServers)
+	}
+	seen := map[string]bool{}
+	for _, sv := range servers {
+		if !registry.ServerNamePattern.MatchString(sv.Name) || seen[sv.Name] {
+			return wire.Errorf(wire.InvalidArgument, "mcp_servers: name %q must match [a-z0-9_-]{1,32} and be unique", sv.Name)
+		}
+		seen[sv.Name] = true
+		if u, err := url.Parse(sv.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return wire.Errorf(wire.InvalidArgument, "mcp_servers: server %s needs an absolute http or https url", sv.Name)
+		}
+	}
 	return nil
 }

@@ -153,5 +153,6 @@ func (s *Service) routes() *echo.Echo {
 	s.chatRoutes(api)
 	s.webRoutes(e, api)
 	s.oauthRoutes(e)
+	s.mcpServerRoutes(api)
 	return e
 }

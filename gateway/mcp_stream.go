@@ -60,7 +60,8 @@ func (s *sseWriter) write(text string) error {
 
 // hub fans tool-set changes out to open streams: events.registry.changed
 // concerns everyone, events.data.changed.<account> one account (its gated
-// tools appear or vanish).
+// tools appear or vanish), and so does events.registry.changed.<account>
+// (its external MCP servers changed).
 type hub struct {
 	mu        sync.Mutex
 	listeners map[*listener]struct{}
@@ -92,6 +93,16 @@ func newHub(nc *nats.Conn) (*hub, error) {
 	if err != nil {
 		h.close()
 		return nil, fmt.Errorf("subscribing to %s*: %w", vfs.EventDataChangedPrefix, err)
+	}
+	h.subs = append(h.subs, sub)
+	sub, err = nc.Subscribe(registry.EventAccountChangedPrefix+"*", func(msg *nats.Msg) {
+		if acct := strings.TrimPrefix(msg.Subject, registry.EventAccountChangedPrefix); acct != "" {
+			h.notify(acct)
+		}
+	})
+	if err != nil {
+		h.close()
+		return nil, fmt.Errorf("subscribing to %s*: %w", registry.EventAccountChangedPrefix, err)
 	}
 	h.subs = append(h.subs, sub)
 	return h, nil

@@ -103,6 +103,9 @@ func (r *Registry) listEncoded(ctx context.Context, req *registry.ListRequest) (
 		s.lists.byKey[key] = l
 		s.lists.mu.Unlock()
 	}
+	if ext := r.externalFor(ctx, req.Caller, req.Servers); len(ext.tools) > 0 || len(req.Servers) > 0 {
+		return r.listExternal(s, req, kinds, l, ext)
+	}
 	if req.IfNoneMatch == l.etag {
 		return l.notModified, nil
 	}

@@ -31,7 +31,8 @@ const BuiltinDir = "builtin"
 type entry struct {
 	tool    registry.Tool
 	valid   *validator
-	builtin *builtin.Tool // nil for Python tools
+	builtin *builtin.Tool // nil for Python and external tools
+	ext     *extTool      // set for a tool of an external MCP server
 	// retry allows one more attempt when the host died during the call:
 	// the tool's annotations say it is idempotent or read-only.
 	retry bool
@@ -110,6 +111,7 @@ func buildSnapshot(dirs []string, builtins []*builtin.Tool, pyTools []pyhost.Too
 type Registry struct {
 	log      *slog.Logger
 	policy   *policy
+	ext      *external // nil: no external MCP servers
 	deps     *builtin.Deps
 	pub      *wire.Client // publishes progress events
 	tracer   trace.Tracer
@@ -148,7 +150,12 @@ func (r *Registry) swap(s *snapshot) *snapshot {
 // endpoint serves the same answer pre-encoded (listEncoded).
 func (r *Registry) List(ctx context.Context, req *registry.ListRequest) (*registry.ListResponse, error) {
 	s := r.current()
-	return r.listFor(s, req.Caller, r.callerKinds(ctx, req.Caller, s.sorted)), nil
+	kinds := r.callerKinds(ctx, req.Caller, s.sorted)
+	resp := r.listFor(s, req.Caller, kinds)
+	if ext := r.externalFor(ctx, req.Caller, req.Servers); len(ext.tools) > 0 {
+		resp.Tools = r.mergeExternal(s, req.Caller, resp.Tools, ext)
+	}
+	return resp, nil
 }
 
 // listFor applies the policy to every tool of s for c with data kinds kinds.
@@ -180,7 +187,9 @@ func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*regist
 	s := r.current()
 	e, ok := s.byName[req.Name]
 	if !ok {
-		return nil, wire.Errorf(wire.NotFound, "unknown tool %q", req.Name)
+		if e = r.externalTool(ctx, req); e == nil {
+			return nil, wire.Errorf(wire.NotFound, "unknown tool %q", req.Name)
+		}
 	}
 	var kinds map[string]bool
 	if e.tool.RequiresData != "" {
@@ -193,7 +202,11 @@ func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*regist
 	if req.Caller.Anonymous() && (e.tool.TakesUserInfo || e.tool.RequiresData != "") {
 		return nil, wire.Errorf(wire.Unauthenticated, "tool %s needs an authenticated caller", req.Name)
 	}
-	args, err := e.valid.check(req.Name, req.Arguments)
+	check := objectArgs
+	if e.valid != nil {
+		check = e.valid.check
+	}
+	args, err := check(req.Name, req.Arguments)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +228,7 @@ func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*regist
 	}
 
 	ctx, span := r.tracer.Start(ctx, "tool "+req.Name, trace.WithAttributes(
-		attribute.String("mirobody.tool", req.Name), attribute.Bool("mirobody.tool.builtin", e.builtin != nil)))
+		attribute.String("mirobody.tool", req.Name), attribute.Bool("mirobody.tool.builtin", e.builtin != nil), attribute.Bool("mirobody.tool.external", e.ext != nil)))
 	defer span.End()
 	start := time.Now()
 	resp, err := r.run(ctx, s, e, req, args, user)
@@ -239,6 +252,11 @@ func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*regist
 
 // run executes a validated call of e.
 func (r *Registry) run(ctx context.Context, s *snapshot, e *entry, req *registry.CallRequest, args json.RawMessage, user builtin.UserInfo) (*registry.CallResponse, error) {
+	if e.ext != nil {
+		// Nothing of the caller (user_info, Mirobody credentials) goes to
+		// an external server: only the arguments.
+		return e.ext.conn.call(ctx, e.ext, args)
+	}
 	if e.builtin == nil {
 		var ui any
 		if e.tool.TakesUserInfo {

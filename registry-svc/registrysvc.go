@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -40,6 +41,9 @@ type Options struct {
 	Metrics prometheus.Registerer
 	// Builtins replaces the Go built-ins (tests); nil means builtin.All().
 	Builtins []*builtin.Tool
+	// ExternalRefresh is how often open external MCP servers are listed
+	// again (their health check); zero means 30 s. Tests shorten it.
+	ExternalRefresh time.Duration
 }
 
 // Service is registry-svc.
@@ -97,6 +101,8 @@ func (s *Service) Start(ctx context.Context) error {
 			Disallowed: map[string][]string{registry.AgentDeep: cfg.DisallowedToolsDeep, registry.AgentBase: cfg.DisallowedToolsBase},
 		}},
 	}
+	guard := &addrGuard{allowPrivate: cfg.MCPClientAllowPriv, resolver: net.DefaultResolver}
+	s.reg.ext = newExternal(s.log, guard, vfs.NewMCPServers(n.Client), n.Client, s.opts.ExternalRefresh)
 	snap, err := s.discover(ctx, dirs)
 	if err != nil {
 		_ = s.stopAll(ctx)
@@ -232,6 +238,9 @@ func (s *Service) serve() error {
 	if err := wire.Handle(g, "call", s.reg.Call); err != nil {
 		return err
 	}
+	if err := (&serverHandlers{x: s.reg.ext}).register(s.node.Service.Group("servers")); err != nil {
+		return err
+	}
 	cancelSub, err := s.node.Conn.Subscribe(registry.SubjectCancel, func(m *nats.Msg) {
 		var ev registry.CancelEvent
 		if json.Unmarshal(m.Data, &ev) == nil && ev.CallID != "" {
@@ -247,7 +256,13 @@ func (s *Service) serve() error {
 	if err != nil {
 		return fmt.Errorf("subscribing to data changes: %w", err)
 	}
-	s.subs = append(s.subs, cancelSub, dataSub)
+	acctSub, err := s.node.Conn.Subscribe(registry.EventAccountChangedPrefix+"*", func(m *nats.Msg) {
+		s.reg.ext.invalidate(strings.TrimPrefix(m.Subject, registry.EventAccountChangedPrefix))
+	})
+	if err != nil {
+		return fmt.Errorf("subscribing to account tool changes: %w", err)
+	}
+	s.subs = append(s.subs, cancelSub, dataSub, acctSub)
 	// Subscriptions are sent asynchronously: flush so that the server knows
 	// them before Start returns and callers are told we serve.
 	if err := s.node.Conn.Flush(); err != nil {
@@ -290,6 +305,10 @@ func (s *Service) stopAll(ctx context.Context) error {
 	s.subs = nil
 	errs = append(errs, s.node.Stop(ctx))
 	s.node = nil
+	if s.reg != nil && s.reg.ext != nil {
+		s.reg.ext.close()
+		s.reg.ext = nil
+	}
 	if s.reg != nil {
 		if snap := s.reg.current(); snap != nil && snap.pool != nil {
 			snap.pool.Close(ctx)

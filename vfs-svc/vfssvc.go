@@ -5,6 +5,7 @@ package vfssvc
 
 import (
 	"context"
+	"crypto/cipher"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,6 +44,8 @@ type Service struct {
 	maxFile int
 	quota   int
 	mount   *skillMount
+	// secrets seals MCP server credentials; nil without SECRET_KEY.
+	secrets cipher.AEAD
 }
 
 // New returns a vfs-svc that is not started.
@@ -75,6 +78,10 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.pool = pool
+	if s.secrets, err = secretsAEAD(cfg.SecretKey); err != nil {
+		pool.Close()
+		return err
+	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "virtual filesystem, accounts and user data",
 		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
 	if err != nil {
@@ -112,6 +119,7 @@ func (s *Service) register() error {
 		s.registerFS(svc.Group("fs")),
 		s.registerSessions(svc.Group("sessions")),
 		s.registerOAuth(svc.Group("oauth.keys"), svc.Group("oauth.clients"), svc.Group("oauth.codes"), svc.Group("oauth.refresh")),
+		s.registerMCPServers(svc.Group("mcpservers")),
 		s.registerData(svc.Group("data"), svc.Group("data.import"), svc.Group("data.health"), svc.Group("data.genetic")),
 	)
 }

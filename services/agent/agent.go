@@ -7,6 +7,8 @@ package agent
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/mirobody/mirobody-go/services/registry"
 )
 
 // Subjects of agent-svc.
@@ -54,6 +56,11 @@ type StartRequest struct {
 	// /mcp as `Authorization: Bearer`. The gateway mints it; it is never
 	// the user's own key. Secret: never logged.
 	MCPToken string `json:"mcp_token,omitempty"`
+	// MCPServers are external MCP servers for this turn only (the chat
+	// request's mcp_servers): the agent's tool set includes their tools,
+	// through registry-svc. Their tokens travel only inside NATS and are
+	// never logged.
+	MCPServers []registry.ServerSpec `json:"mcp_servers,omitempty"`
 }
 
 // StartResponse acknowledges a run.

@@ -65,6 +65,10 @@ type ListRequest struct {
 	// answer has not changed, the reply has NotModified set and no tools.
 	// Client.List fills it from its own cache.
 	IfNoneMatch string `json:"if_none_match,omitempty"`
+	// Servers are external MCP servers for this request only (a chat
+	// turn's mcp_servers); their tools are listed as <name>__<tool>. Such
+	// a list is never cached.
+	Servers []ServerSpec `json:"servers,omitempty"`
 }
 
 // ListResponse is the visible tools, sorted by name.
@@ -90,6 +94,8 @@ type CallRequest struct {
 	ProgressSubject string `json:"progress_subject,omitempty"`
 	// Meta is the request's MCP _meta, passed through (progress token).
 	Meta json.RawMessage `json:"_meta,omitempty"`
+	// Servers are the per-request servers the list had (ListRequest.Servers).
+	Servers []ServerSpec `json:"servers,omitempty"`
 }
 
 // CallResponse is an MCP CallToolResult.
@@ -151,7 +157,7 @@ func NewClient(c *wire.Client) *Client { return &Client{c: c} }
 // answer): treat it as read-only. Copying a thousand tools per call would
 // cost more than the rest of an unchanged list.
 func (c *Client) List(ctx context.Context, req *ListRequest) (*ListResponse, error) {
-	if req.IfNoneMatch != "" {
+	if req.IfNoneMatch != "" || len(req.Servers) > 0 {
 		return wire.Call[ListRequest, ListResponse](ctx, c.c, SubjectList, req)
 	}
 	key := listKey{req.Caller.AccountID, req.Caller.Agent}
@@ -185,7 +191,8 @@ func (c *Client) remember(key listKey, resp *ListResponse) *ListResponse {
 	if c.etags == nil || len(c.etags) >= maxCachedCallers {
 		c.etags = map[listKey]string{}
 	}
-	if c.answers == nil || resp.Revision != c.revision {
+	// Accounts with external servers have answers of their own: bound them too.
+	if c.answers == nil || resp.Revision != c.revision || len(c.answers) >= maxCachedCallers {
 		c.answers = map[string]*ListResponse{}
 		c.revision = resp.Revision
 	}

@@ -37,6 +37,7 @@ Usage:
   mirobody keys revoke --account ID|EMAIL --key KEY_ID
   mirobody data import --health FILE|--genetic FILE [--account ID|EMAIL] [--partial]
   mirobody data delete --kind health|genetic [--account ID|EMAIL]
+  mirobody mcp add|ls|rm [--account ID|EMAIL] [--name N --url URL --token-file FILE --header 'K: V']
   mirobody chat [--key KEY] [--session ID] "question"
   mirobody nats-creds [--dir DIR] [--output table|compose|users|server-config]
   mirobody version
@@ -72,6 +73,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runChat(ctx, rest, stdout, stderr)
 	case "nats-creds":
 		err = runNATSCreds(rest, stdout, stderr)
+	case "mcp":
+		err = runMCP(ctx, rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "mirobody: unknown command %q\n\n%s", cmd, Usage)
 		return 2

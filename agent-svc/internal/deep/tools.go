@@ -78,7 +78,7 @@ func (a *Agent) toolset(ctx context.Context, t *turn.Turn, top bool) ([]*tool, e
 	}
 	var out []*tool
 	if a.opts.Registry != nil {
-		list, err := a.opts.Registry.List(ctx, &registry.ListRequest{Caller: caller(t)})
+		list, err := a.opts.Registry.List(ctx, &registry.ListRequest{Caller: caller(t), Servers: t.MCPServers})
 		if err != nil {
 			return nil, fmt.Errorf("listing registry tools: %w", err)
 		}
@@ -107,7 +107,8 @@ func registryTool(rt registry.Tool) *tool {
 	}
 	return &tool{def: llm.Tool{Name: rt.Name, Description: rt.Description, InputSchema: in}, inREPL: true,
 		run: func(ctx context.Context, r *run, args json.RawMessage) result {
-			resp, err := r.a.opts.Registry.Call(ctx, &registry.CallRequest{Caller: caller(r.turn), Name: rt.Name, Arguments: args})
+			resp, err := r.a.opts.Registry.Call(ctx, &registry.CallRequest{Caller: caller(r.turn), Name: rt.Name, Arguments: args,
+				Servers: r.turn.MCPServers})
 			if err != nil {
 				return wireResult(err)
 			}

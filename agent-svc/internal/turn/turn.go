@@ -10,6 +10,7 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
 	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/registry"
 )
 
 // Agent runs turns.
@@ -49,6 +50,9 @@ type Turn struct {
 	PromptData PromptData
 	// Emit receives the turn's events (without sequence numbers), in order.
 	Emit func(agent.Event)
+	// MCPServers are the turn's own external MCP servers (the chat
+	// request's mcp_servers), passed to registry-svc on list and call.
+	MCPServers []registry.ServerSpec
 }
 
 // Outcome is how a turn ended.

@@ -1,0 +1,286 @@
+package registrysvc
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Lifetimes of the external server caches.
+const (
+	// configTTL bounds how long an account's server list is trusted
+	// without an event (a lost event heals by then).
+	configTTL = 5 * time.Minute
+	// turnIdle closes the session of a chat turn's server.
+	turnIdle = 5 * time.Minute
+	// storedIdle closes the session of a stored server nobody used.
+	storedIdle = 30 * time.Minute
+	// defaultRefresh is how often open stored servers are listed again,
+	// which is their health check.
+	defaultRefresh = 30 * time.Second
+)
+
+// external connects registry-svc to the accounts' external MCP servers
+// (SPEC §7): their configuration comes from vfs-svc, cached per account
+// until events.registry.changed.<account>; the sessions are cached per
+// (account, server).
+type external struct {
+	log       *slog.Logger
+	guard     *addrGuard
+	store     *vfs.MCPServers
+	pub       *wire.Client
+	transport http.RoundTripper
+	refresh   time.Duration
+
+	mu       sync.Mutex
+	accounts map[string]*accountConfig
+	conns    map[connKey]*extConn
+
+	stop chan struct{}
+	done chan struct{}
+}
+
+// accountConfig is an account's enabled servers, with their credentials.
+type accountConfig struct {
+	specs  []serverSpec
+	loaded time.Time
+}
+
+// connKey names a cached session: a stored server by its name, a chat
+// turn's server by its spec too (two turns may use one name differently).
+type connKey struct {
+	account, name, turn string
+}
+
+func newExternal(log *slog.Logger, guard *addrGuard, store *vfs.MCPServers, pub *wire.Client, refresh time.Duration) *external {
+	if refresh <= 0 {
+		refresh = defaultRefresh
+	}
+	x := &external{log: log, guard: guard, store: store, pub: pub, transport: guard.transport(), refresh: refresh,
+		accounts: map[string]*accountConfig{}, conns: map[connKey]*extConn{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go x.loop()
+	return x
+}
+
+// extSet is the external tools of one caller, sorted by name.
+type extSet struct {
+	tools []*extTool
+	// fingerprint identifies the set, for the list's ETag.
+	fingerprint string
+}
+
+// toolsFor returns the tools of the account's enabled servers and of the
+// turn's servers, each server listed in parallel with its own timeout: a
+// server that fails is left out (and backs off), the others remain.
+func (x *external) toolsFor(ctx context.Context, account string, turn []registry.ServerSpec) extSet {
+	specs := x.config(ctx, account)
+	conns := make([]*extConn, 0, len(specs)+len(turn))
+	taken := map[string]bool{}
+	for _, t := range turn {
+		if !registry.ServerNamePattern.MatchString(t.Name) || taken[t.Name] {
+			x.log.WarnContext(ctx, "a chat turn's MCP server has an invalid or repeated name; it is skipped", "server", t.Name)
+			continue
+		}
+		if _, err := x.guard.checkURL(ctx, t.URL); err != nil {
+			x.log.WarnContext(ctx, "a chat turn's MCP server is refused", "server", t.Name, "err", err)
+			continue
+		}
+		taken[t.Name] = true
+		spec := newSpec(t.Name, t.URL, t.AccessToken, nil)
+		conns = append(conns, x.conn(connKey{account, t.Name, spec.fingerprint}, spec, true))
+	}
+	for _, s := range specs {
+		if !taken[s.name] { // a turn's server of the same name wins
+			conns = append(conns, x.conn(connKey{account: account, name: s.name}, s, false))
+		}
+	}
+	if len(conns) == 0 {
+		return extSet{}
+	}
+	sums := make([]string, len(conns))
+	lists := make([][]*extTool, len(conns))
+	var wg sync.WaitGroup
+	for i, c := range conns {
+		wg.Go(func() {
+			tools, sum, err := c.load(ctx, false)
+			if err == nil {
+				lists[i], sums[i] = tools, c.spec.name+"="+sum
+			}
+		})
+	}
+	wg.Wait()
+	var out extSet
+	h := sha256.New()
+	for i := range conns {
+		out.tools = append(out.tools, lists[i]...)
+		h.Write([]byte(sums[i] + "\x00"))
+	}
+	sort.Slice(out.tools, func(i, j int) bool { return out.tools[i].tool.Name < out.tools[j].tool.Name })
+	out.fingerprint = hex.EncodeToString(h.Sum(nil))[:16]
+	return out
+}
+
+// config returns the account's enabled servers, from the cache or from
+// vfs-svc. A failed read lists none (and is logged): the registry's own
+// tools still answer.
+func (x *external) config(ctx context.Context, account string) []serverSpec {
+	x.mu.Lock()
+	cfg := x.accounts[account]
+	x.mu.Unlock()
+	if cfg != nil && time.Since(cfg.loaded) < configTTL {
+		return cfg.specs
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := x.store.List(ctx, &vfs.MCPServerListRequest{AccountID: account, WithSecrets: true})
+	if err != nil {
+		x.log.WarnContext(ctx, "reading the account's MCP servers failed; their tools are left out", "account", account, "err", err)
+		return nil
+	}
+	cfg = &accountConfig{loaded: time.Now()}
+	for _, m := range resp.Servers {
+		if !m.Enabled {
+			continue
+		}
+		var token string
+		var headers map[string]string
+		if m.Secrets != nil {
+			token, headers = m.Secrets.AccessToken, m.Secrets.Headers
+		}
+		cfg.specs = append(cfg.specs, newSpec(m.Name, m.URL, token, headers))
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.accounts[account] = cfg
+	// Sessions of servers removed, disabled or changed are closed.
+	keep := map[string]string{}
+	for _, s := range cfg.specs {
+		keep[s.name] = s.fingerprint
+	}
+	for k, c := range x.conns {
+		if k.account == account && k.turn == "" && keep[k.name] != c.spec.fingerprint {
+			delete(x.conns, k)
+			go c.close()
+		}
+	}
+	return cfg.specs
+}
+
+// conn returns the cached session for key, creating it.
+func (x *external) conn(key connKey, spec serverSpec, turn bool) *extConn {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if c := x.conns[key]; c != nil && c.spec.fingerprint == spec.fingerprint {
+		return c
+	} else if c != nil {
+		go c.close()
+	}
+	c := &extConn{x: x, account: key.account, spec: spec, turn: turn}
+	c.touch()
+	x.conns[key] = c
+	return c
+}
+
+// health returns what this replica knows of a stored server.
+func (x *external) health(account, name string) registry.Health {
+	x.mu.Lock()
+	c := x.conns[connKey{account: account, name: name}]
+	x.mu.Unlock()
+	if c == nil {
+		return registry.Health{Status: registry.HealthUnknown}
+	}
+	return c.snapshotHealth()
+}
+
+// changed announces that c's account has a different tool list. A chat
+// turn's server concerns that turn only, so it announces nothing.
+func (x *external) changed(c *extConn) {
+	if c.turn {
+		return
+	}
+	x.announce(c.account)
+}
+
+// announce invalidates account here, then tells the other replicas and the
+// gateways (whose sessions of that account get list_changed).
+func (x *external) announce(account string) {
+	x.invalidate(account)
+	if err := x.pub.Publish(context.Background(), registry.EventAccountChanged(account), &registry.ChangedEvent{}); err != nil {
+		x.log.Warn("publishing an account's tool change failed", "account", account, "err", err)
+	}
+}
+
+// invalidate forgets the account's configuration and marks its servers'
+// tools for listing again.
+func (x *external) invalidate(account string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.accounts, account)
+	for k, c := range x.conns {
+		if k.account == account {
+			c.stale.Store(true)
+		}
+	}
+}
+
+// loop closes idle sessions and lists the open stored servers again, which
+// notices a server going down (or back up) and changes it did not announce.
+func (x *external) loop() {
+	defer close(x.done)
+	t := time.NewTicker(x.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-x.stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		var check []*extConn
+		x.mu.Lock()
+		for k, c := range x.conns {
+			idle := now.Sub(time.Unix(0, c.lastUsed.Load()))
+			if c.turn && idle > turnIdle || !c.turn && idle > storedIdle {
+				delete(x.conns, k)
+				go c.close()
+				continue
+			}
+			if !c.turn {
+				check = append(check, c)
+			}
+		}
+		x.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, c := range check {
+			c.mu.Lock()
+			due := c.health.Status != "" && !now.Before(c.retryAt)
+			c.mu.Unlock()
+			if due {
+				wg.Go(func() { _, _, _ = c.load(context.Background(), true) })
+			}
+		}
+		wg.Wait()
+	}
+}
+
+// close stops the loop and ends every session.
+func (x *external) close() {
+	close(x.stop)
+	<-x.done
+	x.mu.Lock()
+	conns := x.conns
+	x.conns = map[connKey]*extConn{}
+	x.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+}

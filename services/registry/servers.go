@@ -1,0 +1,127 @@
+package registry
+
+import (
+	"context"
+	"regexp"
+	"time"
+
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Subjects for an account's external MCP servers (SPEC §7). registry-svc
+// validates them (name, URL, SSRF policy), stores them in vfs-svc and adds
+// their tools to the account's list.
+const (
+	SubjectServerAdd    = "registry.servers.add"
+	SubjectServerList   = "registry.servers.list"
+	SubjectServerUpdate = "registry.servers.update"
+	SubjectServerRemove = "registry.servers.remove"
+	// EventAccountChangedPrefix, followed by an account id, is published
+	// when that account's tool list changed: its servers were edited, one
+	// of them sent list_changed, or went down or came back.
+	EventAccountChangedPrefix = "events.registry.changed."
+)
+
+// EventAccountChanged returns the subject announcing a change of account's tools.
+func EventAccountChanged(account string) string { return EventAccountChangedPrefix + account }
+
+// ToolSeparator joins a server name and its tool's name: `<server>__<tool>`.
+const ToolSeparator = "__"
+
+// ServerNamePattern is what a server name must match.
+var ServerNamePattern = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)
+
+// Auth kinds of a server.
+const (
+	AuthNone    = "none"
+	AuthBearer  = "bearer"
+	AuthHeaders = "headers"
+	AuthOAuth   = "oauth"
+)
+
+// Health statuses of a server.
+const (
+	HealthOK      = "ok"
+	HealthDown    = "down"
+	HealthUnknown = "unknown"
+)
+
+// Health is what this replica knows of a server's reachability.
+type Health struct {
+	Status    string     `json:"status"`
+	Error     string     `json:"error,omitempty"`
+	Tools     *int       `json:"tools,omitempty"`
+	CheckedAt *time.Time `json:"checked_at,omitempty"`
+}
+
+// Server is an external MCP server as /api/mcp-servers shows it: never
+// with its secrets.
+type Server struct {
+	Name    string `json:"name"`
+	URL     string `json:"url"`
+	Enabled bool   `json:"enabled"`
+	Auth    string `json:"auth"`
+	Health  Health `json:"health"`
+}
+
+// ServerSpec is a server given for one chat turn only (the chat request's
+// mcp_servers). AccessToken travels only inside NATS and is never logged.
+type ServerSpec struct {
+	Name        string `json:"name"`
+	URL         string `json:"url"`
+	AccessToken string `json:"access_token,omitempty"`
+}
+
+// ServerAddRequest adds a server to an account. Enabled nil means true.
+type ServerAddRequest struct {
+	AccountID   string            `json:"account_id"`
+	Name        string            `json:"name"`
+	URL         string            `json:"url"`
+	AccessToken string            `json:"access_token,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Enabled     *bool             `json:"enabled,omitempty"`
+}
+
+// ServerListRequest lists an account's servers.
+type ServerListRequest struct {
+	AccountID string `json:"account_id"`
+}
+
+// ServerListResponse is the servers, sorted by name.
+type ServerListResponse struct {
+	Servers []Server `json:"servers"`
+}
+
+// ServerUpdateRequest switches a server on or off.
+type ServerUpdateRequest struct {
+	AccountID string `json:"account_id"`
+	Name      string `json:"name"`
+	Enabled   bool   `json:"enabled"`
+}
+
+// ServerRemoveRequest removes a server.
+type ServerRemoveRequest struct {
+	AccountID string `json:"account_id"`
+	Name      string `json:"name"`
+}
+
+// AddServer validates and stores a server: invalid_argument for a bad name
+// or URL or one refused by the SSRF policy, already_exists for a taken name.
+func (c *Client) AddServer(ctx context.Context, req *ServerAddRequest) (*Server, error) {
+	return wire.Call[ServerAddRequest, Server](ctx, c.c, SubjectServerAdd, req)
+}
+
+// ListServers returns an account's servers with their health.
+func (c *Client) ListServers(ctx context.Context, req *ServerListRequest) (*ServerListResponse, error) {
+	return wire.Call[ServerListRequest, ServerListResponse](ctx, c.c, SubjectServerList, req)
+}
+
+// UpdateServer switches a server on or off.
+func (c *Client) UpdateServer(ctx context.Context, req *ServerUpdateRequest) (*Server, error) {
+	return wire.Call[ServerUpdateRequest, Server](ctx, c.c, SubjectServerUpdate, req)
+}
+
+// RemoveServer removes a server; an unknown name is not_found.
+func (c *Client) RemoveServer(ctx context.Context, req *ServerRemoveRequest) (*Server, error) {
+	return wire.Call[ServerRemoveRequest, Server](ctx, c.c, SubjectServerRemove, req)
+}

@@ -1,0 +1,96 @@
+package vfs
+
+import (
+	"context"
+	"time"
+
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Subjects for the external MCP servers of an account (SPEC §7). vfs-svc
+// stores them, with their secrets encrypted at rest; registry-svc is the
+// only caller (it validates and checks the SSRF policy first).
+const (
+	SubjectMCPServerCreate = "vfs.mcpservers.create"
+	SubjectMCPServerList   = "vfs.mcpservers.list"
+	SubjectMCPServerUpdate = "vfs.mcpservers.update"
+	SubjectMCPServerDelete = "vfs.mcpservers.delete"
+)
+
+// MCPServerSecrets are a server's credentials: the bearer token and extra
+// headers sent to it. They leave vfs-svc only when a list asks for them.
+type MCPServerSecrets struct {
+	AccessToken string            `json:"access_token,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
+}
+
+// MCPServer is one stored external MCP server.
+type MCPServer struct {
+	AccountID string `json:"account_id"`
+	Name      string `json:"name"`
+	URL       string `json:"url"`
+	// Auth is how Mirobody authenticates to it: none, bearer, headers or oauth.
+	Auth    string    `json:"auth"`
+	Enabled bool      `json:"enabled"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// Secrets is set only in a list with WithSecrets, and in a create request.
+	Secrets *MCPServerSecrets `json:"secrets,omitempty"`
+}
+
+// MCPServerCreateRequest stores a new server; Secrets may be nil.
+type MCPServerCreateRequest struct {
+	Server MCPServer `json:"server"`
+}
+
+// MCPServerListRequest lists an account's servers, by name.
+type MCPServerListRequest struct {
+	AccountID string `json:"account_id"`
+	// WithSecrets decrypts and returns the credentials (registry-svc uses
+	// them to connect).
+	WithSecrets bool `json:"with_secrets,omitempty"`
+}
+
+// MCPServerListResponse is the servers, sorted by name.
+type MCPServerListResponse struct {
+	Servers []MCPServer `json:"servers"`
+}
+
+// MCPServerUpdateRequest switches a server on or off.
+type MCPServerUpdateRequest struct {
+	AccountID string `json:"account_id"`
+	Name      string `json:"name"`
+	Enabled   bool   `json:"enabled"`
+}
+
+// MCPServerDeleteRequest removes a server.
+type MCPServerDeleteRequest struct {
+	AccountID string `json:"account_id"`
+	Name      string `json:"name"`
+}
+
+// MCPServers is the typed client of the external MCP server store.
+type MCPServers struct{ c *wire.Client }
+
+// NewMCPServers returns an MCPServers client over c.
+func NewMCPServers(c *wire.Client) *MCPServers { return &MCPServers{c: c} }
+
+// Create stores a server; a taken name is already_exists.
+func (m *MCPServers) Create(ctx context.Context, req *MCPServerCreateRequest) (*MCPServer, error) {
+	return wire.Call[MCPServerCreateRequest, MCPServer](ctx, m.c, SubjectMCPServerCreate, req)
+}
+
+// List returns an account's servers.
+func (m *MCPServers) List(ctx context.Context, req *MCPServerListRequest) (*MCPServerListResponse, error) {
+	return wire.Call[MCPServerListRequest, MCPServerListResponse](ctx, m.c, SubjectMCPServerList, req)
+}
+
+// Update switches a server on or off; an unknown name is not_found.
+func (m *MCPServers) Update(ctx context.Context, req *MCPServerUpdateRequest) (*MCPServer, error) {
+	return wire.Call[MCPServerUpdateRequest, MCPServer](ctx, m.c, SubjectMCPServerUpdate, req)
+}
+
+// Delete removes a server; an unknown name is not_found.
+func (m *MCPServers) Delete(ctx context.Context, req *MCPServerDeleteRequest) (*MCPServer, error) {
+	return wire.Call[MCPServerDeleteRequest, MCPServer](ctx, m.c, SubjectMCPServerDelete, req)
+}

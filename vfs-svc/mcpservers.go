@@ -1,0 +1,198 @@
+package vfssvc
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// secretsInfo separates the MCP server key from anything else derived
+// from SECRET_KEY.
+const secretsInfo = "mirobody mcp server secrets v1"
+
+func (s *Service) registerMCPServers(g *wire.Group) error {
+	return errors.Join(
+		wire.Handle(g, "create", s.createMCPServer),
+		wire.Handle(g, "list", s.listMCPServers),
+		wire.Handle(g, "update", s.updateMCPServer),
+		wire.Handle(g, "delete", s.deleteMCPServer),
+	)
+}
+
+// secretsAEAD returns the cipher for server secrets, keyed by HKDF-SHA256
+// from SECRET_KEY, or nil when SECRET_KEY is not set.
+func secretsAEAD(secretKey string) (cipher.AEAD, error) {
+	if secretKey == "" {
+		return nil, nil
+	}
+	key, err := hkdf.Key(sha256.New, []byte(secretKey), nil, secretsInfo, 32)
+	if err != nil {
+		return nil, fmt.Errorf("deriving the MCP server secrets key: %w", err)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("creating the MCP server secrets cipher: %w", err)
+	}
+	return cipher.NewGCM(block)
+}
+
+// secretsAD binds a sealed value to its row, so that it cannot be copied
+// to another account or server.
+func secretsAD(account, name string) []byte { return []byte(account + "\x00" + name) }
+
+func (s *Service) seal(account, name string, sec *vfs.MCPServerSecrets) ([]byte, error) {
+	if sec == nil || (sec.AccessToken == "" && len(sec.Headers) == 0) {
+		return nil, nil
+	}
+	if s.secrets == nil {
+		return nil, wire.Errorf(wire.FailedPrecondition, "SECRET_KEY is not set, so server credentials cannot be stored encrypted")
+	}
+	plain, err := json.Marshal(sec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding server secrets: %w", err)
+	}
+	nonce := make([]byte, s.secrets.NonceSize(), s.secrets.NonceSize()+len(plain)+s.secrets.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("generating a nonce: %w", err)
+	}
+	return s.secrets.Seal(nonce, nonce, plain, secretsAD(account, name)), nil
+}
+
+func (s *Service) open(account, name string, sealed []byte) (*vfs.MCPServerSecrets, error) {
+	if sealed == nil {
+		return nil, nil
+	}
+	if s.secrets == nil || len(sealed) < s.secrets.NonceSize() {
+		return nil, wire.Errorf(wire.FailedPrecondition, "the credentials of server %s cannot be decrypted (SECRET_KEY missing or changed)", name)
+	}
+	n := s.secrets.NonceSize()
+	plain, err := s.secrets.Open(nil, sealed[:n], sealed[n:], secretsAD(account, name))
+	if err != nil {
+		return nil, wire.Errorf(wire.FailedPrecondition, "the credentials of server %s cannot be decrypted (SECRET_KEY changed?)", name)
+	}
+	var sec vfs.MCPServerSecrets
+	if err := json.Unmarshal(plain, &sec); err != nil {
+		return nil, fmt.Errorf("decoding server secrets: %w", err)
+	}
+	return &sec, nil
+}
+
+func checkServerKey(account, name string) error {
+	if _, err := uuid.Parse(account); err != nil {
+		return wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", account)
+	}
+	if !registry.ServerNamePattern.MatchString(name) {
+		return wire.Errorf(wire.InvalidArgument, "server name %q must match [a-z0-9_-]{1,32}", name)
+	}
+	return nil
+}
+
+func (s *Service) createMCPServer(ctx context.Context, req *vfs.MCPServerCreateRequest) (*vfs.MCPServer, error) {
+	m := req.Server
+	if err := checkServerKey(m.AccountID, m.Name); err != nil {
+		return nil, err
+	}
+	if m.URL == "" {
+		return nil, wire.Errorf(wire.InvalidArgument, "a server needs a URL")
+	}
+	if m.Auth == "" {
+		m.Auth = registry.AuthNone
+	}
+	sealed, err := s.seal(m.AccountID, m.Name, m.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	err = s.pool.QueryRow(ctx, `INSERT INTO mcp_servers (account_id, name, url, auth, enabled, secrets) VALUES ($1, $2, $3, $4, $5, $6)
+		RETURNING created, updated`, m.AccountID, m.Name, m.URL, m.Auth, m.Enabled, sealed).Scan(&m.Created, &m.Updated)
+	switch {
+	case isUniqueViolation(err):
+		return nil, wire.Errorf(wire.AlreadyExists, "a server named %q exists", m.Name)
+	case isForeignKeyViolation(err):
+		return nil, wire.Errorf(wire.NotFound, "no such account")
+	case err != nil:
+		return nil, fmt.Errorf("inserting MCP server: %w", err)
+	}
+	m.Secrets = nil
+	return &m, nil
+}
+
+func (s *Service) listMCPServers(ctx context.Context, req *vfs.MCPServerListRequest) (*vfs.MCPServerListResponse, error) {
+	if _, err := uuid.Parse(req.AccountID); err != nil {
+		return nil, wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", req.AccountID)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT account_id, name, url, auth, enabled, created, updated, secrets
+		FROM mcp_servers WHERE account_id = $1 ORDER BY name`, req.AccountID)
+	if err != nil {
+		return nil, fmt.Errorf("listing MCP servers: %w", err)
+	}
+	out := []vfs.MCPServer{}
+	var sealed [][]byte
+	for rows.Next() {
+		var m vfs.MCPServer
+		var sec []byte
+		if err := rows.Scan(&m.AccountID, &m.Name, &m.URL, &m.Auth, &m.Enabled, &m.Created, &m.Updated, &sec); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("listing MCP servers: %w", err)
+		}
+		out = append(out, m)
+		sealed = append(sealed, sec)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listing MCP servers: %w", err)
+	}
+	if req.WithSecrets {
+		for i := range out {
+			sec, err := s.open(out[i].AccountID, out[i].Name, sealed[i])
+			if err != nil {
+				return nil, err
+			}
+			out[i].Secrets = sec
+		}
+	}
+	return &vfs.MCPServerListResponse{Servers: out}, nil
+}
+
+func (s *Service) updateMCPServer(ctx context.Context, req *vfs.MCPServerUpdateRequest) (*vfs.MCPServer, error) {
+	if err := checkServerKey(req.AccountID, req.Name); err != nil {
+		return nil, err
+	}
+	m := vfs.MCPServer{AccountID: req.AccountID, Name: req.Name}
+	err := s.pool.QueryRow(ctx, `UPDATE mcp_servers SET enabled = $3, updated = now() WHERE account_id = $1 AND name = $2
+		RETURNING url, auth, enabled, created, updated`, req.AccountID, req.Name, req.Enabled).Scan(&m.URL, &m.Auth, &m.Enabled, &m.Created, &m.Updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, wire.Errorf(wire.NotFound, "no server named %q", req.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("updating MCP server: %w", err)
+	}
+	return &m, nil
+}
+
+func (s *Service) deleteMCPServer(ctx context.Context, req *vfs.MCPServerDeleteRequest) (*vfs.MCPServer, error) {
+	if err := checkServerKey(req.AccountID, req.Name); err != nil {
+		return nil, err
+	}
+	m := vfs.MCPServer{AccountID: req.AccountID, Name: req.Name}
+	err := s.pool.QueryRow(ctx, `DELETE FROM mcp_servers WHERE account_id = $1 AND name = $2
+		RETURNING url, auth, enabled, created, updated`, req.AccountID, req.Name).Scan(&m.URL, &m.Auth, &m.Enabled, &m.Created, &m.Updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, wire.Errorf(wire.NotFound, "no server named %q", req.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("deleting MCP server: %w", err)
+	}
+	return &m, nil
+}
