@@ -1,0 +1,181 @@
+package registrysvc
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// echoServer is a test MCP server with one tool, echo, that answers its
+// text back.
+func echoServer(t *testing.T, opts servicetest.MCPServerOptions) *servicetest.MCPServer {
+	t.Helper()
+	s := servicetest.NewMCPServer(t, opts)
+	type in struct {
+		Text string `json:"text"`
+	}
+	mcp.AddTool(s.Server, &mcp.Tool{Name: "echo", Description: "Echo the text.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "echo: " + a.Text}}}, nil, nil
+		})
+	return s
+}
+
+func TestExternalSSRFPolicy(t *testing.T) {
+	g := &addrGuard{resolver: net.DefaultResolver}
+	for _, tc := range []struct {
+		ip, why string
+	}{
+		{"127.0.0.1", "loopback"}, {"::1", "loopback"}, {"169.254.169.254", "link-local"}, {"fe80::1", "link-local"},
+		{"10.1.2.3", "private"}, {"192.168.0.1", "private"}, {"172.16.0.1", "private"}, {"fd00::1", "private"},
+		{"100.64.0.1", "private"}, {"0.0.0.0", "unspecified"}, {"::", "unspecified"}, {"0.1.2.3", "unspecified"},
+		{"224.0.0.1", "link-local"}, {"239.1.1.1", "multicast"}, {"::ffff:127.0.0.1", "loopback"},
+		{"8.8.8.8", ""}, {"2606:4700::1111", ""},
+	} {
+		if got := g.refusal(netip.MustParseAddr(tc.ip)); got != tc.why {
+			t.Errorf("refusal(%s) = %q, want %q", tc.ip, got, tc.why)
+		}
+	}
+	ctx := context.Background()
+	for _, tc := range []struct{ url, want string }{
+		{"http://127.0.0.1:9/mcp", "127.0.0.1 is a loopback address"},
+		{"http://169.254.169.254/latest/meta-data", "169.254.169.254 is a link-local address"},
+		{"http://localhost:9/mcp", "localhost resolves to"},
+		{"http://[::1]:9/mcp", "is a loopback address"},
+		{"ftp://example.com/mcp", "absolute http or https URL"},
+		{"/mcp", "absolute http or https URL"},
+		{"https://user:pw@example.com/mcp", "must not carry credentials"},
+	} {
+		_, err := g.checkURL(ctx, tc.url)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("checkURL(%s) = %v, want an error containing %q", tc.url, err, tc.want)
+		}
+	}
+	if _, err := (&addrGuard{allowPrivate: true, resolver: net.DefaultResolver}).checkURL(ctx, "http://localhost:9/mcp"); err != nil {
+		t.Errorf("with MCP_CLIENT_ALLOW_PRIVATE, localhost is refused: %v", err)
+	}
+
+	// Dial time: a URL that got past the add-time check (as after DNS
+	// rebinding) is still refused when the address dialled is internal.
+	srv := echoServer(t, servicetest.MCPServerOptions{})
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	hc := &http.Client{Transport: g.transport()}
+	for _, host := range []string{"localhost", "127.0.0.1"} {
+		resp, err := hc.Get("http://" + net.JoinHostPort(host, port) + "/")
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("dialling %s succeeded through the guard", host)
+		} else if !strings.Contains(err.Error(), "refused by the SSRF policy") {
+			t.Errorf("dialling %s: %v, want an SSRF refusal", host, err)
+		}
+	}
+	if len(srv.Authorizations()) != 0 {
+		t.Errorf("the guarded dial reached the server")
+	}
+}
+
+// TestExternalAddRefusedBySSRF: without MCP_CLIENT_ALLOW_PRIVATE,
+// registry.servers.add refuses internal URLs with a message saying why,
+// before anything is stored.
+func TestExternalAddRefusedBySSRF(t *testing.T) {
+	e := start(t, map[string]string{})
+	for _, u := range []string{"http://127.0.0.1:8080/mcp", "http://169.254.169.254/mcp", "http://localhost:8080/mcp"} {
+		_, err := e.client.AddServer(context.Background(), &registry.ServerAddRequest{AccountID: "b9f3c1de-0000-4000-8000-000000000001", Name: "x", URL: u})
+		if !wire.IsCode(err, wire.InvalidArgument) || !strings.Contains(err.Error(), "refused by the SSRF policy") {
+			t.Errorf("adding %s: %v, want invalid_argument refused by the SSRF policy", u, err)
+		}
+	}
+	_, err := e.client.AddServer(context.Background(), &registry.ServerAddRequest{AccountID: "b9f3c1de-0000-4000-8000-000000000001", Name: "Bad Name", URL: "https://example.com/mcp"})
+	if !wire.IsCode(err, wire.InvalidArgument) {
+		t.Errorf("adding a bad name: %v, want invalid_argument", err)
+	}
+}
+
+// TestExternalTurnServersBothEras lists and calls the tools of a turn's
+// server on the legacy (2025-06-18) and the modern (2026-07-28) protocol:
+// the tools are namespaced, the call carries the server's own token, and
+// an anonymous caller sees none of them.
+func TestExternalTurnServersBothEras(t *testing.T) {
+	e := start(t, map[string]string{"MCP_CLIENT_ALLOW_PRIVATE": "true"})
+	for _, era := range []struct {
+		name, version string
+		stateless     bool
+	}{{"legacy", "2025-06-18", false}, {"modern", "2026-07-28", true}} {
+		t.Run(era.name, func(t *testing.T) {
+			srv := echoServer(t, servicetest.MCPServerOptions{Versions: []string{era.version}, Stateless: era.stateless, Token: "turn-token"})
+			turn := []registry.ServerSpec{{Name: "ext", URL: srv.URL, AccessToken: "turn-token"}}
+			ctx := context.Background()
+			list, err := e.client.List(ctx, &registry.ListRequest{Caller: alice, Servers: turn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(list.Tools, func(tl registry.Tool) bool { return tl.Name == "ext__echo" })
+			if i < 0 {
+				t.Fatalf("ext__echo not listed: %v", toolList(list.Tools))
+			}
+			if tl := list.Tools[i]; tl.Description != "Echo the text." || !strings.Contains(string(tl.InputSchema), `"text"`) || list.ETag != "" {
+				t.Errorf("listed as %+v (etag %q)", tl, list.ETag)
+			}
+			resp, err := e.client.Call(ctx, &registry.CallRequest{Caller: alice, Name: "ext__echo", Arguments: json.RawMessage(`{"text":"hi"}`), Servers: turn})
+			if err != nil || resp.IsError || text(resp) != "echo: hi" {
+				t.Fatalf("call: %+v %v", resp, err)
+			}
+			for _, a := range srv.Authorizations() {
+				if a != "Bearer turn-token" {
+					t.Errorf("the server got Authorization %q", a)
+				}
+			}
+			if v := srv.Versions(); len(v) == 0 || !slices.Contains(v, era.version) {
+				t.Errorf("protocol versions seen by the server: %v, want %s", v, era.version)
+			}
+			anonList, err := e.client.List(ctx, &registry.ListRequest{Caller: anon, Servers: turn})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.ContainsFunc(anonList.Tools, func(tl registry.Tool) bool { return strings.HasPrefix(tl.Name, "ext__") }) {
+				t.Errorf("an anonymous caller sees a turn's server")
+			}
+			if _, err := e.client.Call(ctx, &registry.CallRequest{Caller: alice, Name: "ext__echo", Arguments: json.RawMessage(`{"text":"hi"}`)}); !wire.IsCode(err, wire.NotFound) {
+				t.Errorf("calling without the turn's servers: %v, want not_found", err)
+			}
+		})
+	}
+}
+
+// TestExternalTurnServerDown: a server that fails costs only its tools;
+// its call fails as a tool error, and the registry's own tools remain.
+func TestExternalTurnServerDown(t *testing.T) {
+	e := start(t, map[string]string{"MCP_CLIENT_ALLOW_PRIVATE": "true"})
+	up := echoServer(t, servicetest.MCPServerOptions{})
+	down := echoServer(t, servicetest.MCPServerOptions{})
+	down.SetDown(true)
+	turn := []registry.ServerSpec{{Name: "up", URL: up.URL}, {Name: "down", URL: down.URL}}
+	ctx := context.Background()
+	list, err := e.client.List(ctx, &registry.ListRequest{Caller: alice, Servers: turn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := toolList(list.Tools)
+	if !slices.Contains(names, "up__echo") || slices.Contains(names, "down__echo") || !slices.Contains(names, "resolve_indicator") {
+		t.Errorf("tools with one server down: %v", names)
+	}
+}
+
+func toolList(tools []registry.Tool) []string {
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
