@@ -21,6 +21,8 @@ type MCPServerOptions struct {
 	// Token, when set, is the only bearer token accepted; other requests
 	// get 401.
 	Token string
+	// Headers must all be present with these values; other requests get 401.
+	Headers map[string]string
 }
 
 // MCPServer is a real MCP server (the official Go SDK over httptest), for
@@ -56,6 +58,12 @@ func NewMCPServer(t testing.TB, opts MCPServerOptions) *MCPServer {
 		if opts.Token != "" && r.Header.Get("Authorization") != "Bearer "+opts.Token {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
+		}
+		for k, v := range opts.Headers {
+			if r.Header.Get(k) != v {
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
 		}
 		h.ServeHTTP(w, r)
 	}))
