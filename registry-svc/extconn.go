@@ -111,11 +111,13 @@ func (c *extConn) load(ctx context.Context, refresh bool) ([]*extTool, string, e
 		return nil, "", errDown
 	}
 	before, beforeSum := c.health.Status, c.toolsSum
+	// Cleared before listing, so that a list_changed arriving meanwhile
+	// is not lost.
+	c.stale.Store(false)
 	tools, sum, err := c.list(ctx)
 	if err != nil {
 		c.fail(err)
 	} else {
-		c.stale.Store(false)
 		c.tools, c.toolsSum, c.listed = tools, sum, true
 		c.failures, c.retryAt = 0, time.Time{}
 		n, now := len(tools), time.Now().UTC()

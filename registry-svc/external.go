@@ -20,6 +20,8 @@ const (
 	// configTTL bounds how long an account's server list is trusted
 	// without an event (a lost event heals by then).
 	configTTL = 5 * time.Minute
+	// failedConfigTTL is how long a failed read of it is remembered.
+	failedConfigTTL = 5 * time.Second
 	// turnIdle closes the session of a chat turn's server.
 	turnIdle = 5 * time.Minute
 	// storedIdle closes the session of a stored server nobody used.
@@ -90,13 +92,17 @@ func (x *external) toolsFor(ctx context.Context, account string, turn []registry
 			x.log.WarnContext(ctx, "a chat turn's MCP server has an invalid or repeated name; it is skipped", "server", t.Name)
 			continue
 		}
-		if _, err := x.guard.checkURL(ctx, t.URL); err != nil {
-			x.log.WarnContext(ctx, "a chat turn's MCP server is refused", "server", t.Name, "err", err)
-			continue
+		spec := newSpec(t.Name, t.URL, t.AccessToken, nil)
+		key := connKey{account, t.Name, spec.fingerprint}
+		if !x.cached(key) {
+			// Checked once per session; every dial is checked again.
+			if _, err := x.guard.checkURL(ctx, t.URL); err != nil {
+				x.log.WarnContext(ctx, "a chat turn's MCP server is refused", "server", t.Name, "err", err)
+				continue
+			}
 		}
 		taken[t.Name] = true
-		spec := newSpec(t.Name, t.URL, t.AccessToken, nil)
-		conns = append(conns, x.conn(connKey{account, t.Name, spec.fingerprint}, spec, true))
+		conns = append(conns, x.conn(key, spec, true))
 	}
 	for _, s := range specs {
 		if !taken[s.name] { // a turn's server of the same name wins
@@ -144,6 +150,11 @@ func (x *external) config(ctx context.Context, account string) []serverSpec {
 	resp, err := x.store.List(ctx, &vfs.MCPServerListRequest{AccountID: account, WithSecrets: true})
 	if err != nil {
 		x.log.WarnContext(ctx, "reading the account's MCP servers failed; their tools are left out", "account", account, "err", err)
+		// Remembered briefly, so that a vfs-svc outage does not cost every
+		// list a round trip.
+		x.mu.Lock()
+		x.accounts[account] = &accountConfig{loaded: time.Now().Add(failedConfigTTL - configTTL)}
+		x.mu.Unlock()
 		return nil
 	}
 	cfg = &accountConfig{loaded: time.Now()}
@@ -173,6 +184,13 @@ func (x *external) config(ctx context.Context, account string) []serverSpec {
 		}
 	}
 	return cfg.specs
+}
+
+// cached reports whether a session for key exists.
+func (x *external) cached(key connKey) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.conns[key] != nil
 }
 
 // conn returns the cached session for key, creating it.

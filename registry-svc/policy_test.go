@@ -101,6 +101,13 @@ func serveKinds(t *testing.T, url string) *kindsStub {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Nobody here has external MCP servers.
+	err = wire.Handle(ws.Group("mcpservers"), "list", func(context.Context, *vfs.MCPServerListRequest) (*vfs.MCPServerListResponse, error) {
+		return &vfs.MCPServerListResponse{Servers: []vfs.MCPServer{}}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return stub
 }
 

@@ -83,7 +83,7 @@ func drain(ch <-chan struct{}) {
 func TestExternalServersEndToEnd(t *testing.T) {
 	natsURL := servicetest.NATS(t)
 	db := servicetest.Postgres(t, nil)
-	log := servicetest.Logger(t)
+	log, logs := servicetest.CaptureLogger(t)
 	cfg := testConfig(t, natsURL, db.DSN)
 	cfg.MCPToolDirs = []string{"builtin"}
 	cfg.MCPClientAllowPriv = true
@@ -293,6 +293,11 @@ func TestExternalServersEndToEnd(t *testing.T) {
 	}
 	if out := cli("ls"); strings.Contains(out, "cli ") {
 		t.Errorf("mcp ls after rm: %s", out)
+	}
+	for _, secret := range []string{"ext-token", "notes-key", aliceKey} {
+		if strings.Contains(logs.String(), secret) {
+			t.Errorf("a secret is in the logs: %s", secret)
+		}
 	}
 }
 
