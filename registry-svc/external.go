@@ -162,6 +162,10 @@ func (x *external) config(ctx context.Context, account string) []serverSpec {
 		if !m.Enabled {
 			continue
 		}
+		if m.Unreadable {
+			x.log.WarnContext(ctx, "an MCP server's credentials cannot be decrypted; its tools are left out", "account", account, "server", m.Name)
+			continue
+		}
 		var token string
 		var headers map[string]string
 		if m.Secrets != nil {

@@ -157,7 +157,10 @@ func (s *Service) listMCPServers(ctx context.Context, req *vfs.MCPServerListRequ
 		for i := range out {
 			sec, err := s.open(out[i].AccountID, out[i].Name, sealed[i])
 			if err != nil {
-				return nil, err
+				// One unreadable row must not hide the account's other servers.
+				s.log.WarnContext(ctx, "MCP server credentials cannot be decrypted", "account", out[i].AccountID, "server", out[i].Name, "err", err)
+				out[i].Unreadable = true
+				continue
 			}
 			out[i].Secrets = sec
 		}

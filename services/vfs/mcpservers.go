@@ -36,6 +36,9 @@ type MCPServer struct {
 	Updated time.Time `json:"updated"`
 	// Secrets is set only in a list with WithSecrets, and in a create request.
 	Secrets *MCPServerSecrets `json:"secrets,omitempty"`
+	// Unreadable is set in a list with WithSecrets when the stored
+	// credentials cannot be decrypted (SECRET_KEY missing or changed).
+	Unreadable bool `json:"unreadable,omitempty"`
 }
 
 // MCPServerCreateRequest stores a new server; Secrets may be nil.

@@ -1,0 +1,73 @@
+package vfssvc
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// TestExternalServerSecrets: credentials are sealed at rest, come back only
+// when asked, cannot be read under another SECRET_KEY nor moved to another
+// row, and are refused without SECRET_KEY.
+func TestExternalServerSecrets(t *testing.T) {
+	e := start(t, func(c *conf.Config) { c.SecretKey = "key-one" })
+	ctx := context.Background()
+	acct := e.account(t)
+	m := vfs.NewMCPServers(e.client)
+	sec := &vfs.MCPServerSecrets{AccessToken: "tok-123", Headers: map[string]string{"X-Api-Key": "hdr-456"}}
+	if _, err := m.Create(ctx, &vfs.MCPServerCreateRequest{Server: vfs.MCPServer{AccountID: acct, Name: "a", URL: "https://a.example/mcp", Auth: "headers", Enabled: true, Secrets: sec}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Create(ctx, &vfs.MCPServerCreateRequest{Server: vfs.MCPServer{AccountID: acct, Name: "a", URL: "https://b.example/mcp"}}); !wire.IsCode(err, wire.AlreadyExists) {
+		t.Errorf("a duplicate name: %v, want already_exists", err)
+	}
+	var sealed []byte
+	if err := e.pool.QueryRow(ctx, `SELECT secrets FROM mcp_servers WHERE account_id = $1 AND name = 'a'`, acct).Scan(&sealed); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(sealed, []byte("tok-123")) || bytes.Contains(sealed, []byte("hdr-456")) {
+		t.Fatalf("secrets stored in the clear")
+	}
+	plain, err := m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct})
+	if err != nil || len(plain.Servers) != 1 || plain.Servers[0].Secrets != nil || plain.Servers[0].Auth != "headers" {
+		t.Fatalf("list without secrets: %+v %v", plain, err)
+	}
+	full, err := m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct, WithSecrets: true})
+	if err != nil || full.Servers[0].Secrets == nil || full.Servers[0].Secrets.AccessToken != "tok-123" || full.Servers[0].Secrets.Headers["X-Api-Key"] != "hdr-456" {
+		t.Fatalf("list with secrets: %+v %v", full, err)
+	}
+
+	// Moved to another row, the sealed value does not open.
+	if _, err := e.pool.Exec(ctx, `INSERT INTO mcp_servers (account_id, name, url, secrets) VALUES ($1, 'b', 'https://b.example', $2)`, acct, sealed); err != nil {
+		t.Fatal(err)
+	}
+	list, err := m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct, WithSecrets: true})
+	if err != nil || len(list.Servers) != 2 || list.Servers[0].Unreadable || !list.Servers[1].Unreadable || list.Servers[1].Secrets != nil {
+		t.Errorf("a copied secret: %+v %v, want b unreadable and a intact", list, err)
+	}
+	if _, err := m.Delete(ctx, &vfs.MCPServerDeleteRequest{AccountID: acct, Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Delete(ctx, &vfs.MCPServerDeleteRequest{AccountID: acct, Name: "b"}); !wire.IsCode(err, wire.NotFound) {
+		t.Errorf("deleting twice: %v, want not_found", err)
+	}
+
+	// Without SECRET_KEY, credentials are refused rather than stored in the clear.
+	e.svc.secrets = nil
+	_, err = m.Create(ctx, &vfs.MCPServerCreateRequest{Server: vfs.MCPServer{AccountID: acct, Name: "c", URL: "https://c.example/mcp", Secrets: sec}})
+	if !wire.IsCode(err, wire.FailedPrecondition) {
+		t.Errorf("credentials without SECRET_KEY: %v, want failed_precondition", err)
+	}
+	// Under another SECRET_KEY they do not open.
+	if e.svc.secrets, err = secretsAEAD("key-two"); err != nil {
+		t.Fatal(err)
+	}
+	list, err = m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct, WithSecrets: true})
+	if err != nil || len(list.Servers) != 1 || !list.Servers[0].Unreadable {
+		t.Errorf("another SECRET_KEY: %+v %v, want unreadable", list, err)
+	}
+}
