@@ -25,7 +25,7 @@ import (
 // of lists and its calls fail fast, so a down server costs nothing else.
 const (
 	connectTimeout = 10 * time.Second
-	listTimeout    = 10 * time.Second
+	listTimeout    = 5 * time.Second
 	retryBase      = time.Second
 	retryMax       = time.Minute
 )
@@ -115,6 +115,9 @@ func (c *extConn) load(ctx context.Context, refresh bool) ([]*extTool, string, e
 	// is not lost.
 	c.stale.Store(false)
 	tools, sum, err := c.list(ctx)
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return nil, "", err // the caller left: says nothing about the server
+	}
 	if err != nil {
 		c.fail(err)
 	} else {
@@ -221,8 +224,9 @@ func (c *extConn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 		},
 	})
 	hc := &http.Client{Transport: &credentials{base: c.x.transport, headers: c.spec.headers}, CheckRedirect: noRedirects}
-	// The session outlives this request: only the handshake is bounded.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), connectTimeout)
+	// The SDK detaches the session from this context: it bounds only the
+	// handshake, and the session outlives the request.
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
 	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: c.spec.url, HTTPClient: hc, MaxRetries: 2}, nil)
 	if err != nil {

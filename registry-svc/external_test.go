@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -160,15 +162,37 @@ func TestExternalTurnServerDown(t *testing.T) {
 	up := echoServer(t, servicetest.MCPServerOptions{})
 	down := echoServer(t, servicetest.MCPServerOptions{})
 	down.SetDown(true)
-	turn := []registry.ServerSpec{{Name: "up", URL: up.URL}, {Name: "down", URL: down.URL}}
+	// hang accepts requests and never answers: the list's timeout ends it.
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); hang.Close() })
+	turn := []registry.ServerSpec{{Name: "up", URL: up.URL}, {Name: "down", URL: down.URL}, {Name: "hang", URL: hang.URL}}
 	ctx := context.Background()
+	start := time.Now()
 	list, err := e.client.List(ctx, &registry.ListRequest{Caller: alice, Servers: turn})
 	if err != nil {
 		t.Fatal(err)
 	}
 	names := toolList(list.Tools)
-	if !slices.Contains(names, "up__echo") || slices.Contains(names, "down__echo") || !slices.Contains(names, "resolve_indicator") {
-		t.Errorf("tools with one server down: %v", names)
+	if !slices.Contains(names, "up__echo") || slices.Contains(names, "down__echo") || slices.Contains(names, "hang__echo") || !slices.Contains(names, "resolve_indicator") {
+		t.Errorf("tools with one server down and one hanging: %v", names)
+	}
+	if d := time.Since(start); d > listTimeout+2*time.Second {
+		t.Errorf("the list took %s with a hanging server", d)
+	}
+	// In backoff, the failed servers cost nothing: the next list is quick.
+	start = time.Now()
+	if _, err := e.client.List(ctx, &registry.ListRequest{Caller: alice, Servers: turn}); err != nil || time.Since(start) > time.Second {
+		t.Errorf("a list during backoff: %v after %s", err, time.Since(start))
+	}
+	resp, err := e.client.Call(ctx, &registry.CallRequest{Caller: alice, Name: "up__echo", Arguments: json.RawMessage(`{"text":"still"}`), Servers: turn})
+	if err != nil || text(resp) != "echo: still" {
+		t.Errorf("calling the healthy server: %+v %v", resp, err)
 	}
 }
 

@@ -76,8 +76,11 @@ func (h *serverHandlers) list(ctx context.Context, req *registry.ServerListReque
 	if err != nil {
 		return nil, err
 	}
-	// Listing the tools is the health check of servers not seen yet.
-	h.x.toolsFor(ctx, req.AccountID, nil)
+	// Listing the tools is the health check of servers not seen yet; a
+	// slow one stays unknown rather than holding the answer.
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	h.x.toolsFor(pctx, req.AccountID, nil)
+	cancel()
 	out := &registry.ServerListResponse{Servers: make([]registry.Server, 0, len(resp.Servers))}
 	for i := range resp.Servers {
 		out.Servers = append(out.Servers, *h.server(&resp.Servers[i]))
