@@ -52,13 +52,17 @@ func Grants() []Grant {
 	// The vfs groups that mint or reveal identities (accounts, API keys,
 	// OAuth codes and tokens): only the gateway and the operator may call them.
 	identityGroups := []string{"vfs.accounts.>", "vfs.keys.>", "vfs.oauth.>"}
+	// The external MCP server store hands out decrypted credentials: only
+	// registry-svc (which connects to the servers) and the operator may
+	// call it; the CLI manages servers through registry.servers.
+	serverStore := "vfs.mcpservers.>"
 	return []Grant{
 		service(IdentityVFS, []string{"events.vfs.>", "events.data.>", "events.keys.>"}, nil),
 		service(IdentityRegistry, []string{"vfs.>", "events.registry.>", wire.StreamPrefix + ".>"}, identityGroups),
-		service(IdentityAgent, []string{"vfs.>", "registry.>", "events.agent.>", wire.StreamPrefix + ".>"}, identityGroups),
-		service(IdentityGateway, []string{"vfs.>", "registry.>", "agent.>", "events.gateway.>", "events.agent.session_deleted"}, nil,
+		service(IdentityAgent, []string{"vfs.>", "registry.>", "events.agent.>", wire.StreamPrefix + ".>"}, append(identityGroups, serverStore)),
+		service(IdentityGateway, []string{"vfs.>", "registry.>", "agent.>", "events.gateway.>", "events.agent.session_deleted"}, []string{serverStore},
 			wire.StreamPrefix+".>"),
-		{Identity: IdentityCLI, Publish: []string{"vfs.>", "*.sys.>", "$SRV.>"}, Subscribe: []string{InboxPrefix(IdentityCLI) + ".>"}},
+		{Identity: IdentityCLI, Publish: []string{"vfs.>", "registry.servers.>", "*.sys.>", "$SRV.>"}, Subscribe: []string{InboxPrefix(IdentityCLI) + ".>"}},
 	}
 }
 

@@ -124,6 +124,12 @@ func TestIdentityPermissions(t *testing.T) {
 		{"cli", "pub", "$SRV.INFO", true},
 		{"cli", "pub", "registry.tools.call", false},
 		{"cli", "pub", "agent.runs.start", false},
+		{"cli", "pub", "registry.servers.add", true},
+		{"gateway", "pub", "registry.servers.add", true},
+		{"gateway", "pub", "vfs.mcpservers.list", false},
+		{"agent", "pub", "vfs.mcpservers.list", false},
+		{"registry", "pub", "vfs.mcpservers.list", true},
+		{"registry", "pub", "events.registry.changed.acct", true},
 		{"cli", "sub", "vfs.>", false},
 		{"cli", "sub", "events.>", false},
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -26,22 +25,14 @@ import (
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
-// apiDo sends one /api request and returns the status and body.
-func apiDo(t *testing.T, method, url, key string, body any) (int, []byte) {
+// apiJSON sends one /api request with body encoded as JSON (nil: none).
+func apiJSON(t *testing.T, method, url, key string, body any) (int, []byte) {
 	t.Helper()
-	var r io.Reader
+	var b []byte
 	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
+		b, _ = json.Marshal(body)
 	}
-	req, _ := http.NewRequest(method, url, r)
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	must(t, err)
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, b
+	return apiDo(t, method, url, key, string(b))
 }
 
 // textTool adds a tool that answers prefix + its text argument.
@@ -111,7 +102,7 @@ func TestExternalServersEndToEnd(t *testing.T) {
 	textTool(notes, "note", "noted: ")
 
 	// Add: 201 with the server object, its health from a first connection.
-	code, body := apiDo(t, http.MethodPost, base+"/api/mcp-servers", aliceKey, map[string]any{"name": "weather", "url": weather.URL + "/mcp", "access_token": "ext-token"})
+	code, body := apiJSON(t, http.MethodPost, base+"/api/mcp-servers", aliceKey, map[string]any{"name": "weather", "url": weather.URL + "/mcp", "access_token": "ext-token"})
 	if code != http.StatusCreated {
 		t.Fatalf("POST weather: %d %s", code, body)
 	}
@@ -127,7 +118,7 @@ func TestExternalServersEndToEnd(t *testing.T) {
 		health["status"] != "ok" || health["tools"] != 1.0 || health["checked_at"] == nil {
 		t.Errorf("POST weather answered %s", body)
 	}
-	code, body = apiDo(t, http.MethodPost, base+"/api/mcp-servers", aliceKey, map[string]any{"name": "notes", "url": notes.URL, "headers": map[string]string{"X-Api-Key": "notes-key"}})
+	code, body = apiJSON(t, http.MethodPost, base+"/api/mcp-servers", aliceKey, map[string]any{"name": "notes", "url": notes.URL, "headers": map[string]string{"X-Api-Key": "notes-key"}})
 	if code != http.StatusCreated || !strings.Contains(string(body), `"auth":"headers"`) {
 		t.Fatalf("POST notes: %d %s", code, body)
 	}
@@ -140,20 +131,20 @@ func TestExternalServersEndToEnd(t *testing.T) {
 		{map[string]any{"name": "x", "url": "ftp://example.com"}, http.StatusBadRequest},
 		{map[string]any{"name": "x", "url": weather.URL, "headers": map[string]string{"Host": "evil"}}, http.StatusBadRequest},
 	} {
-		if code, body := apiDo(t, http.MethodPost, base+"/api/mcp-servers", aliceKey, tc.body); code != tc.want {
+		if code, body := apiJSON(t, http.MethodPost, base+"/api/mcp-servers", aliceKey, tc.body); code != tc.want {
 			t.Errorf("POST %v: %d %s, want %d", tc.body, code, body, tc.want)
 		}
 	}
 
 	// GET never returns secrets, and the database holds them encrypted.
-	code, body = apiDo(t, http.MethodGet, base+"/api/mcp-servers", aliceKey, nil)
+	code, body = apiJSON(t, http.MethodGet, base+"/api/mcp-servers", aliceKey, nil)
 	if code != http.StatusOK || !strings.Contains(string(body), `"name":"notes"`) || !strings.Contains(string(body), `"name":"weather"`) {
 		t.Fatalf("GET: %d %s", code, body)
 	}
 	if strings.Contains(string(body), "ext-token") || strings.Contains(string(body), "notes-key") || strings.Contains(string(body), "X-Api-Key") {
 		t.Errorf("GET returns secrets: %s", body)
 	}
-	if _, body := apiDo(t, http.MethodGet, base+"/api/mcp-servers", bobKey, nil); string(body) != `{"servers":[]}`+"\n" {
+	if _, body := apiJSON(t, http.MethodGet, base+"/api/mcp-servers", bobKey, nil); string(body) != `{"servers":[]}`+"\n" {
 		t.Errorf("bob's servers: %s", body)
 	}
 	conn, err := pgx.Connect(ctx, db.DSN)
@@ -228,7 +219,7 @@ func TestExternalServersEndToEnd(t *testing.T) {
 		names := toolNames(t, alice)
 		return !slices.Contains(names, "notes__note") && slices.Contains(names, "weather__forecast")
 	}, "notes__note dropped, weather__forecast kept")
-	_, body = apiDo(t, http.MethodGet, base+"/api/mcp-servers", aliceKey, nil)
+	_, body = apiJSON(t, http.MethodGet, base+"/api/mcp-servers", aliceKey, nil)
 	var list struct {
 		Servers []struct {
 			Name   string
@@ -249,7 +240,7 @@ func TestExternalServersEndToEnd(t *testing.T) {
 
 	// Switched off: gone from the list, and the session is told.
 	drain(changed)
-	code, body = apiDo(t, http.MethodPatch, base+"/api/mcp-servers/weather", aliceKey, map[string]any{"enabled": false})
+	code, body = apiJSON(t, http.MethodPatch, base+"/api/mcp-servers/weather", aliceKey, map[string]any{"enabled": false})
 	if code != http.StatusOK || !strings.Contains(string(body), `"enabled":false`) {
 		t.Errorf("PATCH weather: %d %s", code, body)
 	}
@@ -257,13 +248,13 @@ func TestExternalServersEndToEnd(t *testing.T) {
 	if names := toolNames(t, alice); slices.Contains(names, "weather__forecast") {
 		t.Errorf("a disabled server's tools are listed: %v", names)
 	}
-	if code, body := apiDo(t, http.MethodDelete, base+"/api/mcp-servers/notes", aliceKey, nil); code != http.StatusNoContent {
+	if code, body := apiJSON(t, http.MethodDelete, base+"/api/mcp-servers/notes", aliceKey, nil); code != http.StatusNoContent {
 		t.Errorf("DELETE notes: %d %s", code, body)
 	}
-	if code, _ := apiDo(t, http.MethodDelete, base+"/api/mcp-servers/notes", aliceKey, nil); code != http.StatusNotFound {
+	if code, _ := apiJSON(t, http.MethodDelete, base+"/api/mcp-servers/notes", aliceKey, nil); code != http.StatusNotFound {
 		t.Errorf("DELETE notes again: %d, want 404", code)
 	}
-	if code, _ := apiDo(t, http.MethodDelete, base+"/api/mcp-servers/weather", bobKey, nil); code != http.StatusNotFound {
+	if code, _ := apiJSON(t, http.MethodDelete, base+"/api/mcp-servers/weather", bobKey, nil); code != http.StatusNotFound {
 		t.Errorf("bob deleting alice's server: %d, want 404", code)
 	}
 
@@ -342,7 +333,7 @@ func TestExternalChatTurnServer(t *testing.T) {
 	if got := textOf(evs); !strings.Contains(got, "has tool: false") {
 		t.Errorf("a later turn without mcp_servers: %q", got)
 	}
-	if code, body := apiDo(t, http.MethodPost, st.URL+"/api/chat", st.Key, map[string]any{"question": "x",
+	if code, body := apiJSON(t, http.MethodPost, st.URL+"/api/chat", st.Key, map[string]any{"question": "x",
 		"mcp_servers": []map[string]string{{"name": "Bad Name", "url": ext.URL}}}); code != http.StatusBadRequest {
 		t.Errorf("a bad mcp_servers entry: %d %s", code, body)
 	}
