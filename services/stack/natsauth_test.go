@@ -67,6 +67,7 @@ func TestDevStackWithNATSAuth(t *testing.T) {
 	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "gpt-test", BaseURL: srv.OpenAIBaseURL()}}
 	cfg.HeartbeatMS = 200
 	cfg.RateLimitAcct, cfg.RateLimitIP = 0, 0
+	cfg.MCPClientAllowPriv = true
 	var banner bytes.Buffer
 	services, err := Dev(DevOptions{Config: cfg, Log: servicetest.Logger(t), Out: &banner})
 	must(t, err)
@@ -157,6 +158,20 @@ func TestDevStackWithNATSAuth(t *testing.T) {
 		if progress.Load() == 0 {
 			t.Error("no progress notifications: the registry's progress stream did not reach the gateway")
 		}
+	})
+
+	// External MCP servers: cli → registry.servers → vfs.mcpservers, the
+	// gateway's /api/mcp-servers, and the change event to the gateway.
+	t.Run("external servers", func(t *testing.T) {
+		ext := servicetest.NewMCPServer(t, servicetest.MCPServerOptions{})
+		textTool(ext, "echo", "echo: ")
+		if out := run("mcp", "add", "--name", "ext", "--url", ext.URL); !strings.Contains(out, "ok (1 tools)") {
+			t.Errorf("mcp add: %s", out)
+		}
+		if code, body := httpGet(t, base+"/api/mcp-servers", demoKey); code != http.StatusOK || !bytes.Contains(body, []byte(`"status":"ok"`)) {
+			t.Errorf("GET /api/mcp-servers: %d %s", code, body)
+		}
+		run("mcp", "rm", "--name", "ext")
 	})
 }
 
