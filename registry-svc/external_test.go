@@ -182,7 +182,9 @@ func TestExternalTurnServerDown(t *testing.T) {
 	if !slices.Contains(names, "up__echo") || slices.Contains(names, "down__echo") || slices.Contains(names, "hang__echo") || !slices.Contains(names, "resolve_indicator") {
 		t.Errorf("tools with one server down and one hanging: %v", names)
 	}
-	if d := time.Since(start); d > listTimeout+2*time.Second {
+	// Bounded by the per-server list timeout (with slack for a loaded
+	// machine), not by the request's deadline.
+	if d := time.Since(start); d > 3*listTimeout {
 		t.Errorf("the list took %s with a hanging server", d)
 	}
 	// In backoff, the failed servers cost nothing: the next list is quick.
