@@ -46,6 +46,12 @@ type OpenAI struct {
 
 // NewOpenAI returns a Chat Completions provider.
 func NewOpenAI(opts ClientOptions) *OpenAI {
+	return &OpenAI{name: opts.Name, client: openai.NewClient(openaiOptions(opts)...)}
+}
+
+// openaiOptions are openai-go's request options for opts, shared by the
+// Chat Completions and Responses clients.
+func openaiOptions(opts ClientOptions) []option.RequestOption {
 	ro := []option.RequestOption{option.WithAPIKey(opts.APIKey), option.WithMaxRetries(opts.retries())}
 	if opts.BaseURL != "" {
 		ro = append(ro, option.WithBaseURL(opts.BaseURL))
@@ -56,7 +62,7 @@ func NewOpenAI(opts ClientOptions) *OpenAI {
 	if opts.Timeout > 0 {
 		ro = append(ro, option.WithRequestTimeout(opts.Timeout))
 	}
-	return &OpenAI{name: opts.Name, client: openai.NewClient(ro...)}
+	return ro
 }
 
 // Stream implements Provider.

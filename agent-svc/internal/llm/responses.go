@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/responses"
 )
 
@@ -21,17 +20,7 @@ type OpenAIResponses struct {
 
 // NewOpenAIResponses returns a Responses provider.
 func NewOpenAIResponses(opts ClientOptions) *OpenAIResponses {
-	ro := []option.RequestOption{option.WithAPIKey(opts.APIKey), option.WithMaxRetries(opts.retries())}
-	if opts.BaseURL != "" {
-		ro = append(ro, option.WithBaseURL(opts.BaseURL))
-	}
-	if opts.HTTPClient != nil {
-		ro = append(ro, option.WithHTTPClient(opts.HTTPClient))
-	}
-	if opts.Timeout > 0 {
-		ro = append(ro, option.WithRequestTimeout(opts.Timeout))
-	}
-	return &OpenAIResponses{name: opts.Name, client: openai.NewClient(ro...)}
+	return &OpenAIResponses{name: opts.Name, client: openai.NewClient(openaiOptions(opts)...)}
 }
 
 // StreamMCP implements MCPProvider.
