@@ -38,13 +38,9 @@ func EnsureSeeds(dir string) (map[string]string, error) {
 
 // PublicKey reads a user seed file and returns its public key.
 func PublicKey(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	kp, err := readSeed(path)
 	if err != nil {
-		return "", fmt.Errorf("reading NATS seed: %w", err)
-	}
-	kp, err := nkeys.ParseDecoratedNKey(b)
-	if err != nil {
-		return "", fmt.Errorf("parsing NATS seed %s: %w", path, err)
+		return "", err
 	}
 	defer kp.Wipe()
 	pub, err := kp.PublicKey()
@@ -57,13 +53,9 @@ func PublicKey(path string) (string, error) {
 // Seed returns the seed stored in path, for writing it somewhere else
 // (compose's .env). It never goes into logs or errors.
 func Seed(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	kp, err := readSeed(path)
 	if err != nil {
-		return "", fmt.Errorf("reading NATS seed: %w", err)
-	}
-	kp, err := nkeys.ParseDecoratedNKey(b)
-	if err != nil {
-		return "", fmt.Errorf("parsing NATS seed %s: %w", path, err)
+		return "", err
 	}
 	defer kp.Wipe()
 	seed, err := kp.Seed()
@@ -100,4 +92,17 @@ func newSeed(path string) (string, error) {
 		return "", fmt.Errorf("saving NATS seed %s: %w", path, err)
 	}
 	return pub, nil
+}
+
+// readSeed reads and parses the seed file at path; the caller wipes the key.
+func readSeed(path string) (nkeys.KeyPair, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading NATS seed: %w", err)
+	}
+	kp, err := nkeys.ParseDecoratedNKey(b)
+	if err != nil {
+		return nil, fmt.Errorf("parsing NATS seed %s: %w", path, err)
+	}
+	return kp, nil
 }
