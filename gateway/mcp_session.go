@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -11,6 +9,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/mirobody/mirobody-go/services/seal"
 )
 
 // session is what a legacy Mcp-Session-Id carries. It is sealed rather than
@@ -31,7 +31,7 @@ type session struct {
 // seals; every key opens, so a rotation adds the new key in front and drops
 // the old one once its sessions expired.
 type sealer struct {
-	aeads []cipher.AEAD
+	boxes []*seal.Box
 	ttl   time.Duration
 	now   func() time.Time
 }
@@ -67,15 +67,11 @@ func sessionKeys(keys []string, secret string) (out [][]byte, random bool, err e
 func newSealer(keys [][]byte, ttl time.Duration) (*sealer, error) {
 	s := &sealer{ttl: ttl, now: time.Now}
 	for _, k := range keys {
-		block, err := aes.NewCipher(k)
+		b, err := seal.New(k)
 		if err != nil {
 			return nil, fmt.Errorf("creating the session cipher: %w", err)
 		}
-		a, err := cipher.NewGCM(block)
-		if err != nil {
-			return nil, fmt.Errorf("creating the session cipher: %w", err)
-		}
-		s.aeads = append(s.aeads, a)
+		s.boxes = append(s.boxes, b)
 	}
 	return s, nil
 }
@@ -87,10 +83,7 @@ func (s *sealer) seal(sess session) string {
 	_, _ = rand.Read(n)
 	sess.Nonce = base64.RawURLEncoding.EncodeToString(n)
 	plain, _ := json.Marshal(sess)
-	a := s.aeads[0]
-	nonce := make([]byte, a.NonceSize())
-	_, _ = rand.Read(nonce)
-	return base64.RawURLEncoding.EncodeToString(a.Seal(nonce, nonce, plain, []byte("mcp-session")))
+	return base64.RawURLEncoding.EncodeToString(s.boxes[0].Seal(plain, []byte("mcp-session")))
 }
 
 // open returns the session sealed in id, valid for account.
@@ -99,11 +92,8 @@ func (s *sealer) open(id, account string) (*session, error) {
 	if err != nil {
 		return nil, errBadSession
 	}
-	for _, a := range s.aeads {
-		if len(raw) < a.NonceSize()+a.Overhead() {
-			return nil, errBadSession
-		}
-		plain, err := a.Open(nil, raw[:a.NonceSize()], raw[a.NonceSize():], []byte("mcp-session"))
+	for _, b := range s.boxes {
+		plain, err := b.Open(raw, []byte("mcp-session"))
 		if err != nil {
 			continue
 		}

@@ -1,16 +1,13 @@
 package gateway
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hkdf"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mirobody/mirobody-go/services/seal"
 )
 
 // box seals small values for the browser (the login cookie, the pending
@@ -18,8 +15,8 @@ import (
 // can open them and none has to store them. The purpose is bound as
 // additional data: a value sealed for one use never opens for another.
 type box struct {
-	aead cipher.AEAD
-	now  func() time.Time
+	sb  *seal.Box
+	now func() time.Time
 }
 
 // errBoxed is any sealed value that does not open or has expired.
@@ -27,19 +24,11 @@ var errBoxed = errors.New("invalid or expired")
 
 // newBox derives the box key from secret.
 func newBox(secret []byte) (*box, error) {
-	key, err := hkdf.Key(sha256.New, secret, nil, "mirobody oauth pages v1", 32)
+	sb, err := seal.Derive(secret, "mirobody oauth pages v1")
 	if err != nil {
-		return nil, fmt.Errorf("deriving the page key: %w", err)
+		return nil, err
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("creating the page cipher: %w", err)
-	}
-	a, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, fmt.Errorf("creating the page cipher: %w", err)
-	}
-	return &box{aead: a, now: time.Now}, nil
+	return &box{sb: sb, now: time.Now}, nil
 }
 
 type boxed struct {
@@ -57,21 +46,16 @@ func (b *box) seal(purpose string, v any, ttl time.Duration) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("sealing %s: %w", purpose, err)
 	}
-	nonce := make([]byte, b.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return "", fmt.Errorf("sealing %s: %w", purpose, err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b.aead.Seal(nonce, nonce, plain, []byte(purpose))), nil
+	return base64.RawURLEncoding.EncodeToString(b.sb.Seal(plain, []byte(purpose))), nil
 }
 
 // open reads a value sealed for purpose into v.
 func (b *box) open(purpose, sealed string, v any) error {
 	raw, err := base64.RawURLEncoding.DecodeString(sealed)
-	ns := b.aead.NonceSize()
-	if err != nil || len(raw) < ns {
+	if err != nil {
 		return errBoxed
 	}
-	plain, err := b.aead.Open(nil, raw[:ns], raw[ns:], []byte(purpose))
+	plain, err := b.sb.Open(raw, []byte(purpose))
 	if err != nil {
 		return errBoxed
 	}

@@ -2,10 +2,7 @@ package gateway
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/ed25519"
-	"crypto/hkdf"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -15,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirobody/mirobody-go/services/seal"
 	"github.com/mirobody/mirobody-go/services/vfs"
 )
 
@@ -37,7 +35,7 @@ const (
 // in memory, valid on this replica until it restarts.
 type signingKeys struct {
 	store *vfs.OAuth
-	aead  cipher.AEAD
+	box   *seal.Box
 	log   *slog.Logger
 	now   func() time.Time
 
@@ -62,17 +60,11 @@ func newSigningKeys(store *vfs.OAuth, secret string, log *slog.Logger) (*signing
 	if secret == "" {
 		return k, nil
 	}
-	key, err := hkdf.Key(sha256.New, []byte(secret), nil, "mirobody oauth signing keys v1", 32)
+	box, err := seal.Derive([]byte(secret), "mirobody oauth signing keys v1")
 	if err != nil {
-		return nil, fmt.Errorf("deriving the signing key cipher: %w", err)
+		return nil, err
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("creating the signing key cipher: %w", err)
-	}
-	if k.aead, err = cipher.NewGCM(block); err != nil {
-		return nil, fmt.Errorf("creating the signing key cipher: %w", err)
-	}
+	k.box = box
 	k.store = store
 	return k, nil
 }
@@ -116,11 +108,7 @@ func (k *signingKeys) rotateLocked(ctx context.Context, force bool) error {
 		k.loaded = k.now()
 		return nil
 	}
-	nonce := make([]byte, k.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return fmt.Errorf("generating a nonce: %w", err)
-	}
-	sealed := k.aead.Seal(nonce, nonce, priv.Seed(), []byte(kid))
+	sealed := k.box.Seal(priv.Seed(), []byte(kid))
 	resp, err := k.store.RotateKeys(ctx, &vfs.SigningKeyRotateRequest{
 		Candidate: vfs.SigningKey{ID: kid, Alg: "EdDSA", Public: pub, SealedPrivate: sealed},
 		MaxAgeS:   int(keyRotateEvery.Seconds()), DropAfterS: int(keyDropAfter.Seconds()), Force: force})
@@ -156,11 +144,7 @@ func (k *signingKeys) adoptLocked(keys []vfs.SigningKey) error {
 	if k.current != nil && k.current.kid == newest.ID {
 		return nil
 	}
-	ns := k.aead.NonceSize()
-	if len(newest.SealedPrivate) < ns {
-		return errUnsealable
-	}
-	seed, err := k.aead.Open(nil, newest.SealedPrivate[:ns], newest.SealedPrivate[ns:], []byte(newest.ID))
+	seed, err := k.box.Open(newest.SealedPrivate, []byte(newest.ID))
 	if err != nil || len(seed) != ed25519.SeedSize {
 		return errUnsealable
 	}

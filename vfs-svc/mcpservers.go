@@ -2,11 +2,6 @@ package vfssvc
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/hkdf"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/seal"
 	"github.com/mirobody/mirobody-go/services/vfs"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -32,21 +28,13 @@ func (s *Service) registerMCPServers(g *wire.Group) error {
 	)
 }
 
-// secretsAEAD returns the cipher for server secrets, keyed by HKDF-SHA256
+// secretsBox returns the box for server secrets, keyed by HKDF-SHA256
 // from SECRET_KEY, or nil when SECRET_KEY is not set.
-func secretsAEAD(secretKey string) (cipher.AEAD, error) {
+func secretsBox(secretKey string) (*seal.Box, error) {
 	if secretKey == "" {
 		return nil, nil
 	}
-	key, err := hkdf.Key(sha256.New, []byte(secretKey), nil, secretsInfo, 32)
-	if err != nil {
-		return nil, fmt.Errorf("deriving the MCP server secrets key: %w", err)
-	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, fmt.Errorf("creating the MCP server secrets cipher: %w", err)
-	}
-	return cipher.NewGCM(block)
+	return seal.Derive([]byte(secretKey), secretsInfo)
 }
 
 // secretsAD binds a sealed value to its row, so that it cannot be copied
@@ -64,22 +52,17 @@ func (s *Service) seal(account, name string, sec *vfs.MCPServerSecrets) ([]byte,
 	if err != nil {
 		return nil, fmt.Errorf("encoding server secrets: %w", err)
 	}
-	nonce := make([]byte, s.secrets.NonceSize(), s.secrets.NonceSize()+len(plain)+s.secrets.Overhead())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, fmt.Errorf("generating a nonce: %w", err)
-	}
-	return s.secrets.Seal(nonce, nonce, plain, secretsAD(account, name)), nil
+	return s.secrets.Seal(plain, secretsAD(account, name)), nil
 }
 
 func (s *Service) open(account, name string, sealed []byte) (*vfs.MCPServerSecrets, error) {
 	if sealed == nil {
 		return nil, nil
 	}
-	if s.secrets == nil || len(sealed) < s.secrets.NonceSize() {
+	if s.secrets == nil {
 		return nil, wire.Errorf(wire.FailedPrecondition, "the credentials of server %s cannot be decrypted (SECRET_KEY missing or changed)", name)
 	}
-	n := s.secrets.NonceSize()
-	plain, err := s.secrets.Open(nil, sealed[:n], sealed[n:], secretsAD(account, name))
+	plain, err := s.secrets.Open(sealed, secretsAD(account, name))
 	if err != nil {
 		return nil, wire.Errorf(wire.FailedPrecondition, "the credentials of server %s cannot be decrypted (SECRET_KEY changed?)", name)
 	}

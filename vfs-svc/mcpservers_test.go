@@ -63,7 +63,7 @@ func TestExternalServerSecrets(t *testing.T) {
 		t.Errorf("credentials without SECRET_KEY: %v, want failed_precondition", err)
 	}
 	// Under another SECRET_KEY they do not open.
-	if e.svc.secrets, err = secretsAEAD("key-two"); err != nil {
+	if e.svc.secrets, err = secretsBox("key-two"); err != nil {
 		t.Fatal(err)
 	}
 	list, err = m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct, WithSecrets: true})

@@ -5,7 +5,6 @@ package vfssvc
 
 import (
 	"context"
-	"crypto/cipher"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
 	"github.com/mirobody/mirobody-go/services/pg"
+	"github.com/mirobody/mirobody-go/services/seal"
 	"github.com/mirobody/mirobody-go/services/svc"
 	"github.com/mirobody/mirobody-go/vfs-svc/migrations"
 )
@@ -45,7 +45,7 @@ type Service struct {
 	quota   int
 	mount   *skillMount
 	// secrets seals MCP server credentials; nil without SECRET_KEY.
-	secrets cipher.AEAD
+	secrets *seal.Box
 }
 
 // New returns a vfs-svc that is not started.
@@ -78,7 +78,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.pool = pool
-	if s.secrets, err = secretsAEAD(cfg.SecretKey); err != nil {
+	if s.secrets, err = secretsBox(cfg.SecretKey); err != nil {
 		pool.Close()
 		return err
 	}
