@@ -4,11 +4,17 @@
 import { api, ApiError } from "./api.js";
 import { $, h, clear, when, confirmButton } from "./dom.js";
 
-function health(hl) {
+function health(s) {
+  // A switched-off server has no connection, so no health to show.
+  if (!s.enabled) return h("span", { class: "badge health health-off" }, "off");
+  const hl = s.health;
   const st = hl?.status || "unknown";
-  const label = { ok: "ok", down: "down", unknown: "unknown" }[st] || st;
   const title = [hl?.error, hl?.checked_at ? `checked ${when(hl.checked_at)}` : ""].filter(Boolean).join(" · ");
-  return h("span", { class: `badge health-${st}`, title: title || null }, label, hl?.tools !== undefined && st === "ok" ? ` · ${hl.tools} tools` : "");
+  const tools = st === "ok" && typeof hl.tools === "number" ? ` · ${hl.tools} ${hl.tools === 1 ? "tool" : "tools"}` : "";
+  const badge = h("span", { class: `badge health health-${st}`, title: title || null }, st, tools);
+  // Why a server is down is what its owner needs to fix it: shown, not
+  // only a tooltip.
+  return st === "down" && hl.error ? [badge, h("div", { class: "small muted health-error" }, hl.error)] : badge;
 }
 
 function row(s) {
@@ -18,6 +24,9 @@ function row(s) {
     try {
       const updated = await api(`/api/mcp-servers/${encodeURIComponent(s.name)}`, { method: "PATCH", body: { enabled: toggle.checked } });
       tr.replaceWith(row(updated));
+      // A server switched on is connected again by the next listing,
+      // which gives it its health back.
+      if (updated.enabled) await load();
     } catch (err) {
       toggle.checked = !toggle.checked;
       $("mcp-error").textContent = `Could not update ${s.name}: ${err.message}`;
@@ -28,9 +37,9 @@ function row(s) {
   const del = confirmButton("Delete", "Really delete?", async () => {
     try {
       await api(`/api/mcp-servers/${encodeURIComponent(s.name)}`, { method: "DELETE" });
-      tr.remove();
+      removeRow(tr);
     } catch (err) {
-      if (err instanceof ApiError && err.status === 404) tr.remove();
+      if (err instanceof ApiError && err.status === 404) removeRow(tr);
       else $("mcp-error").textContent = `Could not delete ${s.name}: ${err.message}`;
     }
   });
@@ -38,10 +47,19 @@ function row(s) {
     h("td", {}, s.name),
     h("td", { class: "url" }, s.url),
     h("td", {}, s.auth || "none"),
-    h("td", {}, health(s.health)),
+    h("td", {}, health(s)),
     h("td", {}, toggle),
     h("td", { class: "actions" }, del));
   return tr;
+}
+
+const empty = () => h("tr", {}, h("td", { colspan: "6", class: "muted" }, "No servers yet."));
+
+/** removeRow drops a deleted server's row, leaving the empty note if it was the last. */
+function removeRow(tr) {
+  const body = tr.parentElement;
+  tr.remove();
+  if (body && !body.querySelector("tr[data-name]")) body.replaceChildren(empty());
 }
 
 async function load() {
@@ -51,10 +69,12 @@ async function load() {
     const { servers } = await api("/api/mcp-servers");
     clear(body);
     for (const s of servers || []) body.append(row(s));
-    if (!servers?.length) body.append(h("tr", {}, h("td", { colspan: "6", class: "muted" }, "No servers yet.")));
+    if (!servers?.length) body.append(empty());
   } catch (err) {
     clear(body);
-    $("mcp-error").textContent = err instanceof ApiError && (err.status === 404 || err.status === 405)
+    // Only a missing route means a gateway without the endpoints; any
+    // other failure (registry-svc down, say) is reported as it is.
+    $("mcp-error").textContent = err instanceof ApiError && err.status === 404
       ? "This server does not offer MCP server management."
       : `Could not list MCP servers: ${err.message}`;
   }
@@ -86,6 +106,8 @@ export function init() {
     e.preventDefault();
     $("mcp-error").textContent = "";
     const body = { name: $("mcp-name").value.trim(), url: $("mcp-url").value.trim() };
+    // One add at a time: a second click would only meet its own 409.
+    $("mcp-add").disabled = true;
     try {
       const mode = $("mcp-auth").value;
       if (mode === "bearer" && $("mcp-token").value) body.access_token = $("mcp-token").value;
@@ -95,9 +117,11 @@ export function init() {
       syncAuthFields();
       await load();
     } catch (err) {
-      $("mcp-error").textContent = err instanceof ApiError && err.status === 409
-        ? `A server named ${body.name} exists already.`
-        : `Could not add the server: ${err.message}`;
+      // The server's message says what is wrong (a taken or invalid
+      // name, a URL the SSRF policy refuses); the form keeps the input.
+      $("mcp-error").textContent = `Could not add the server: ${err.message}`;
+    } finally {
+      $("mcp-add").disabled = false;
     }
   });
   syncAuthFields();
