@@ -12,7 +12,8 @@ PKGS    := $(foreach m,$(MODULES),./$(m)/...)
 # for the rest: services/stack alone depends on every package.)
 RACE    ?= -race
 TESTFLAGS ?=
-WITHPG  := $(GO) run ./services/servicetest/cmd/withpg
+# withpg is built with $(RACE) too, reusing the packages lint compiled.
+WITHPG  := $(GO) run $(RACE) ./services/servicetest/cmd/withpg
 # Every go test -json event of the last `make test`, for `testtime -report`.
 EVENTS  := bin/test-events.json
 
