@@ -32,10 +32,29 @@ func bearer(h string) string {
 	return strings.TrimSpace(token)
 }
 
+// verdict is the outcome of verifying one bearer token, kept in the
+// request context by limitInvalidTokens.
+type verdict struct {
+	token string
+	p     *Principal
+	err   error
+}
+
+type verdictKey struct{}
+
+// withVerdict returns ctx carrying v.
+func withVerdict(ctx context.Context, v *verdict) context.Context {
+	return context.WithValue(ctx, verdictKey{}, v)
+}
+
 // authenticate resolves a bearer token to a principal: a Mirobody API key
 // or an access token of our authorization server. Session cookies of the
-// login page never reach here.
+// login page never reach here. A token already verified for this request
+// (limitInvalidTokens) is not verified again.
 func (s *Service) authenticate(ctx context.Context, token string) (*Principal, error) {
+	if v, ok := ctx.Value(verdictKey{}).(*verdict); ok && v.token == token {
+		return v.p, v.err
+	}
 	if strings.Count(token, ".") == 2 && !strings.HasPrefix(token, vfs.KeyPrefix) {
 		return s.tokens.verify(ctx, token)
 	}

@@ -143,6 +143,7 @@ func (s *Service) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpError
+	e.Use(s.limitInvalidTokens)
 	mcpHandler := echo.WrapHandler(s.mcp)
 	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPut, http.MethodPatch, http.MethodOptions}, "/mcp", mcpHandler)
 	e.GET("/.well-known/oauth-protected-resource", s.protectedResourceMetadata)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"golang.org/x/time/rate"
 
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -20,6 +21,14 @@ type limitsOptions struct {
 	PerAccount, PerIP int
 	// Streams bounds concurrent SSE streams per key.
 	Streams int
+	// LocalOnly says the gateway is published on a loopback URL only
+	// (MCP_PUBLIC_URL names localhost or a loopback IP), so every genuine
+	// client runs on this machine: anonymous requests from loopback peers
+	// then skip the per-IP budget. A local client (the MCP Inspector, a
+	// test suite, an IDE) easily sends a hundred requests in a second, and
+	// limiting the machine's own user protects nothing. Behind a proxy the
+	// public URL is the proxy's, so the exemption is off there.
+	LocalOnly bool
 }
 
 // limits holds the gateway's per-replica rate limiters and stream counts.
@@ -76,6 +85,22 @@ func (l *limits) allow(key string, account bool) (time.Duration, bool) {
 	return 0, true
 }
 
+// allowAnonymous takes one request of an anonymous caller from its IP's
+// bucket.
+func (l *limits) allowAnonymous(ip string) (time.Duration, bool) {
+	if l.opts.LocalOnly && isLoopbackHost(ip) {
+		return 0, true
+	}
+	return l.allow("ip:"+ip, false)
+}
+
+// allowInvalidToken counts a presented-but-invalid bearer token against its
+// IP's bucket. Loopback peers are not exempt: a wrong token is a failed
+// guess wherever it comes from.
+func (l *limits) allowInvalidToken(ip string) (time.Duration, bool) {
+	return l.allow("ip:"+ip, false)
+}
+
 // sweep drops buckets idle for over a minute (they are full again by then),
 // at most once a minute, so that the map stays bounded by recent clients.
 func (l *limits) sweep(now time.Time) {
@@ -123,6 +148,39 @@ func clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// limitInvalidTokens verifies the bearer token of every request, on every
+// route (well-known documents, /api, /mcp, /oauth and routes yet to come),
+// and counts an invalid one against the client IP's budget, so that
+// guessing keys costs the guesser its per-IP rate whatever route it picks.
+// Past the budget it answers 429 with Retry-After. The verdict rides in the
+// request context, so the route's own authentication does not verify the
+// token a second time.
+func (s *Service) limitInvalidTokens(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		token := bearer(r.Header.Get(echo.HeaderAuthorization))
+		if token == "" {
+			return next(c)
+		}
+		p, err := s.authenticate(r.Context(), token)
+		c.SetRequest(r.WithContext(withVerdict(r.Context(), &verdict{token: token, p: p, err: err})))
+		if !wire.IsCode(err, wire.Unauthenticated) {
+			return next(c)
+		}
+		wait, ok := s.mcp.Limits.allowInvalidToken(clientIP(r))
+		if ok {
+			return next(c)
+		}
+		c.Response().Header().Set("Retry-After", retryAfter(wait))
+		if c.Path() == "/mcp" {
+			// MCP clients read JSON-RPC errors, whatever the status.
+			writeRPCError(c.Response(), nullID, newRPCError(http.StatusTooManyRequests, jsonrpc.CodeInternalError, "rate limit exceeded, retry later"))
+			return nil
+		}
+		return wire.Errorf(wire.ResourceExhausted, "rate limit exceeded, retry later")
+	}
 }
 
 // rateLimit applies the per-account budget of /mcp to the authenticated

@@ -212,11 +212,14 @@ func (m *mcpServer) unauthorized(msg string) *rpcError {
 
 // admit applies the rate limit for the request's account or client IP.
 func (m *mcpServer) admit(r *http.Request, p *Principal) *rpcError {
-	key := "ip:" + clientIP(r)
+	var wait time.Duration
+	var ok bool
 	if p != nil {
-		key = "acct:" + p.AccountID
+		wait, ok = m.Limits.allow("acct:"+p.AccountID, true)
+	} else {
+		wait, ok = m.Limits.allowAnonymous(clientIP(r))
 	}
-	if wait, ok := m.Limits.allow(key, p != nil); !ok {
+	if !ok {
 		e := newRPCError(http.StatusTooManyRequests, jsonrpc.CodeInternalError, "rate limit exceeded, retry later")
 		e.Header = map[string]string{"Retry-After": retryAfter(wait)}
 		return e

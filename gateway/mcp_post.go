@@ -12,11 +12,10 @@ import (
 
 // post serves one POST: a JSON-RPC message, or a batch on 2025-03-26.
 func (m *mcpServer) post(w http.ResponseWriter, r *http.Request) {
+	// An invalid token has been counted against the IP's budget already
+	// (limitInvalidTokens, on every route).
 	p, aerr := m.authenticate(r)
 	if aerr != nil {
-		if lerr := m.admit(r, nil); lerr != nil {
-			aerr = lerr
-		}
 		writeRPCError(w, nullID, aerr)
 		return
 	}

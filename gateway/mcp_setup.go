@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -51,6 +52,8 @@ func (s *Service) startMCP() error {
 	if err := s.node.Conn.Flush(); err != nil {
 		return fmt.Errorf("flushing the event subscriptions: %w", err)
 	}
+	lim := newLimits(limitsOptions{PerAccount: cfg.RateLimitAcct, PerIP: cfg.RateLimitIP, Streams: cfg.MCPMaxStreams,
+		LocalOnly: loopbackURL(cfg.MCPPublicURL)})
 	s.mcp = newMCPServer(mcpOptions{
 		Registry:       registry.NewClient(s.node.Client),
 		Conn:           s.node.Conn,
@@ -58,7 +61,7 @@ func (s *Service) startMCP() error {
 		Sealer:         seal,
 		Revoked:        revoked,
 		Hub:            h,
-		Limits:         newLimits(limitsOptions{PerAccount: cfg.RateLimitAcct, PerIP: cfg.RateLimitIP, Streams: cfg.MCPMaxStreams}),
+		Limits:         lim,
 		PublicURL:      cfg.MCPPublicURL,
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   int64(cfg.MaxRequestBytes),
@@ -67,4 +70,10 @@ func (s *Service) startMCP() error {
 		Log:            s.log.With("component", "mcp"),
 	})
 	return nil
+}
+
+// loopbackURL reports whether raw is a URL on localhost or a loopback IP.
+func loopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && isLoopbackHost(u.Hostname())
 }
