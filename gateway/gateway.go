@@ -154,6 +154,6 @@ func (s *Service) routes() *echo.Echo {
 	s.chatRoutes(api)
 	s.webRoutes(e, api)
 	s.oauthRoutes(e)
-	s.mcpServerRoutes(api)
+	s.mcpServerRoutes(e, api)
 	return e
 }

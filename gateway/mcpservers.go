@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
+	"html/template"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -12,8 +15,11 @@ import (
 
 // mcpServerRoutes adds /api/mcp-servers (SPEC §7): the caller's external
 // MCP servers. registry-svc validates them and vfs-svc stores them; no
-// answer carries a secret.
-func (s *Service) mcpServerRoutes(api *echo.Group) {
+// answer carries a secret. The OAuth callback has no bearer auth: the
+// user's browser arrives there from the server's authorization server,
+// and the state (single use, expiring) binds it to the account and flow.
+func (s *Service) mcpServerRoutes(e *echo.Echo, api *echo.Group) {
+	e.GET(registry.OAuthCallbackPath, s.mcpServerOAuthCallback, s.rateLimit)
 	api.GET("/mcp-servers", s.listMCPServers)
 	api.POST("/mcp-servers", s.addMCPServer)
 	api.PATCH("/mcp-servers/:name", s.updateMCPServer)
@@ -35,6 +41,9 @@ type addMCPServerBody struct {
 	AccessToken string            `json:"access_token"`
 	Headers     map[string]string `json:"headers"`
 	Enabled     *bool             `json:"enabled"`
+	// Auth "oauth" makes Mirobody an OAuth client of the server: the
+	// answer carries the authorize_url the user opens.
+	Auth string `json:"auth"`
 }
 
 func (s *Service) addMCPServer(c echo.Context) error {
@@ -43,7 +52,8 @@ func (s *Service) addMCPServer(c echo.Context) error {
 		return wire.Errorf(wire.InvalidArgument, "the body must be a JSON object with name and url")
 	}
 	srv, err := s.mcp.Registry.AddServer(c.Request().Context(), &registry.ServerAddRequest{AccountID: principal(c).AccountID,
-		Name: body.Name, URL: body.URL, AccessToken: body.AccessToken, Headers: body.Headers, Enabled: body.Enabled})
+		Name: body.Name, URL: body.URL, AccessToken: body.AccessToken, Headers: body.Headers, Enabled: body.Enabled,
+		Auth: body.Auth, RedirectURI: s.mcpOAuthRedirectURI()})
 	if err != nil {
 		return err
 	}
@@ -71,4 +81,38 @@ func (s *Service) removeMCPServer(c echo.Context) error {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Service) mcpOAuthRedirectURI() string {
+	return strings.TrimRight(s.opts.Config.MCPPublicURL, "/") + registry.OAuthCallbackPath
+}
+
+var oauthDonePage = template.Must(template.New("done").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>Mirobody</title></head>
+<body><h1>{{.Title}}</h1><p>{{.Text}}</p></body></html>
+`))
+
+// mcpServerOAuthCallback passes code and state to registry-svc, which
+// exchanges them; the tokens never reach the gateway.
+func (s *Service) mcpServerOAuthCallback(c echo.Context) error {
+	q := c.QueryParams()
+	srv, err := s.mcp.Registry.OAuthCallback(c.Request().Context(), &registry.ServerOAuthCallbackRequest{
+		State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error")})
+	c.Response().Header().Set("Cache-Control", "no-store")
+	c.Response().Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err != nil {
+		status := http.StatusBadRequest
+		msg := "Mirobody could not finish the authorization."
+		var we *wire.Error
+		if errors.As(err, &we) && (we.Code == wire.FailedPrecondition || we.Code == wire.PermissionDenied) {
+			msg = we.Message
+		} else {
+			status = http.StatusBadGateway
+		}
+		c.Response().WriteHeader(status)
+		return oauthDonePage.Execute(c.Response(), map[string]string{"Title": "Not connected", "Text": msg})
+	}
+	c.Response().WriteHeader(http.StatusOK)
+	return oauthDonePage.Execute(c.Response(), map[string]string{"Title": "Connected",
+		"Text": "Mirobody is connected to " + srv.Name + ". You can close this page."})
 }

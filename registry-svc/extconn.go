@@ -18,6 +18,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/buildinfo"
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs"
 )
 
 // Budgets of one external server. A failure puts the server in backoff
@@ -40,6 +41,8 @@ type serverSpec struct {
 	headers http.Header
 	// fingerprint changes when the URL or a credential changes.
 	fingerprint string
+	// oauth is set for a server with auth oauth: its tokens.
+	oauth *vfs.MCPServerOAuth
 }
 
 func newSpec(name, url, token string, headers map[string]string) serverSpec {
@@ -77,6 +80,7 @@ type extConn struct {
 	lastUsed atomic.Int64 // unix nanoseconds
 
 	mu       sync.Mutex
+	auth     *oauthTransport // for a server with auth oauth, made on first connect
 	session  *mcp.ClientSession
 	tools    []*extTool
 	toolsSum string
@@ -150,7 +154,11 @@ func (c *extConn) fail(err error) {
 	wait := retryBase << min(c.failures-1, 6)
 	c.retryAt = time.Now().Add(min(wait, retryMax))
 	now := time.Now().UTC()
-	c.health = registry.Health{Status: registry.HealthDown, Error: err.Error(), CheckedAt: &now}
+	msg := err.Error()
+	if c.auth != nil && c.auth.needAuth.Load() {
+		msg = errAuthNeeded.Error()
+	}
+	c.health = registry.Health{Status: registry.HealthDown, Error: msg, CheckedAt: &now}
 	c.x.log.Warn("external MCP server failed", "account", c.account, "server", c.spec.name, "retry_in", time.Until(c.retryAt).Round(time.Millisecond), "err", err)
 }
 
@@ -223,7 +231,14 @@ func (c *extConn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 			c.x.changed(c)
 		},
 	})
-	hc := &http.Client{Transport: &credentials{base: c.x.transport, headers: c.spec.headers}, CheckRedirect: noRedirects}
+	base := c.x.transport
+	if c.spec.oauth != nil {
+		if c.auth == nil {
+			c.auth = newOAuthTransport(c.x, c.account, c.spec, c.x.transport)
+		}
+		base = c.auth
+	}
+	hc := &http.Client{Transport: &credentials{base: base, headers: c.spec.headers}, CheckRedirect: noRedirects}
 	// The SDK detaches the session from this context: it bounds only the
 	// handshake, and the session outlives the request.
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)

@@ -166,6 +166,12 @@ func (x *external) config(ctx context.Context, account string) []serverSpec {
 			x.log.WarnContext(ctx, "an MCP server's credentials cannot be decrypted; its tools are left out", "account", account, "server", m.Name)
 			continue
 		}
+		if m.Auth == registry.AuthOAuth {
+			if m.Secrets != nil && m.Secrets.OAuth != nil {
+				cfg.specs = append(cfg.specs, oauthSpec(m.Name, m.URL, m.Secrets.OAuth))
+			}
+			continue
+		}
 		var token string
 		var headers map[string]string
 		if m.Secrets != nil {

@@ -3,6 +3,7 @@ package registrysvc
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"time"
 
@@ -25,6 +26,7 @@ func (h *serverHandlers) register(g *wire.Group) error {
 		wire.Handle(g, "list", h.list),
 		wire.Handle(g, "update", h.update),
 		wire.Handle(g, "remove", h.remove),
+		wire.Handle(g, "oauth_callback", h.oauthCallback),
 	)
 }
 
@@ -57,6 +59,24 @@ func (h *serverHandlers) add(ctx context.Context, req *registry.ServerAddRequest
 	if auth != registry.AuthNone {
 		m.Secrets = &vfs.MCPServerSecrets{AccessToken: req.AccessToken, Headers: req.Headers}
 	}
+	var authorizeURL string
+	switch req.Auth {
+	case "", registry.AuthBearer, registry.AuthHeaders, registry.AuthNone:
+	case registry.AuthOAuth:
+		if auth != registry.AuthNone {
+			return nil, wire.Errorf(wire.InvalidArgument, "auth oauth takes no access_token or headers")
+		}
+		if r, err := url.Parse(req.RedirectURI); err != nil || (r.Scheme != "http" && r.Scheme != "https") || r.Host == "" {
+			return nil, wire.Errorf(wire.InvalidArgument, "auth oauth needs Mirobody's callback URL (is MCP_PUBLIC_URL set?)")
+		}
+		o, au, err := h.x.startOAuth(ctx, req.AccountID, req.Name, u, req.RedirectURI)
+		if err != nil {
+			return nil, wire.Errorf(wire.InvalidArgument, "starting OAuth with %s: %s", u.Redacted(), err.Error())
+		}
+		m.Auth, m.Secrets, authorizeURL = registry.AuthOAuth, &vfs.MCPServerSecrets{OAuth: o}, au
+	default:
+		return nil, wire.Errorf(wire.InvalidArgument, "auth must be none, bearer, headers or oauth")
+	}
 	stored, err := h.x.store.Create(ctx, &vfs.MCPServerCreateRequest{Server: m})
 	if err != nil {
 		return nil, err
@@ -68,7 +88,9 @@ func (h *serverHandlers) add(ctx context.Context, req *registry.ServerAddRequest
 		h.x.toolsFor(pctx, req.AccountID, nil)
 		cancel()
 	}
-	return h.server(stored), nil
+	srv := h.server(stored)
+	srv.AuthorizeURL = authorizeURL
+	return srv, nil
 }
 
 func (h *serverHandlers) list(ctx context.Context, req *registry.ServerListRequest) (*registry.ServerListResponse, error) {

@@ -2,9 +2,11 @@ package vfssvc
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -25,6 +27,8 @@ func (s *Service) registerMCPServers(g *wire.Group) error {
 		wire.Handle(g, "list", s.listMCPServers),
 		wire.Handle(g, "update", s.updateMCPServer),
 		wire.Handle(g, "delete", s.deleteMCPServer),
+		wire.Handle(g, "set_secrets", s.setMCPServerSecrets),
+		wire.Handle(g, "claim_oauth", s.claimMCPServerOAuth),
 	)
 }
 
@@ -42,7 +46,7 @@ func secretsBox(secretKey string) (*seal.Box, error) {
 func secretsAD(account, name string) []byte { return []byte(account + "\x00" + name) }
 
 func (s *Service) seal(account, name string, sec *vfs.MCPServerSecrets) ([]byte, error) {
-	if sec == nil || (sec.AccessToken == "" && len(sec.Headers) == 0) {
+	if sec == nil || (sec.AccessToken == "" && len(sec.Headers) == 0 && sec.OAuth == nil) {
 		return nil, nil
 	}
 	if s.secrets == nil {
@@ -180,5 +184,72 @@ func (s *Service) deleteMCPServer(ctx context.Context, req *vfs.MCPServerDeleteR
 	if err != nil {
 		return nil, fmt.Errorf("deleting MCP server: %w", err)
 	}
+	return &m, nil
+}
+
+func (s *Service) setMCPServerSecrets(ctx context.Context, req *vfs.MCPServerSetSecretsRequest) (*vfs.MCPServer, error) {
+	if err := checkServerKey(req.AccountID, req.Name); err != nil {
+		return nil, err
+	}
+	sealed, err := s.seal(req.AccountID, req.Name, req.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	m := vfs.MCPServer{AccountID: req.AccountID, Name: req.Name}
+	err = s.pool.QueryRow(ctx, `UPDATE mcp_servers SET secrets = $3, updated = now() WHERE account_id = $1 AND name = $2
+		RETURNING url, auth, enabled, created, updated`, req.AccountID, req.Name, sealed).Scan(&m.URL, &m.Auth, &m.Enabled, &m.Created, &m.Updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, wire.Errorf(wire.NotFound, "no server named %q", req.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("updating MCP server secrets: %w", err)
+	}
+	return &m, nil
+}
+
+// claimMCPServerOAuth checks and clears the pending flow in one
+// transaction (the row is locked), so a state is accepted once even when
+// two callbacks race.
+func (s *Service) claimMCPServerOAuth(ctx context.Context, req *vfs.MCPServerClaimOAuthRequest) (*vfs.MCPServer, error) {
+	if err := checkServerKey(req.AccountID, req.Name); err != nil {
+		return nil, err
+	}
+	refused := wire.Errorf(wire.FailedPrecondition, "this authorization is unknown, expired or already used; start again")
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claiming an OAuth flow: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	m := vfs.MCPServer{AccountID: req.AccountID, Name: req.Name}
+	var sealed []byte
+	err = tx.QueryRow(ctx, `SELECT url, auth, enabled, created, updated, secrets FROM mcp_servers
+		WHERE account_id = $1 AND name = $2 FOR UPDATE`, req.AccountID, req.Name).Scan(&m.URL, &m.Auth, &m.Enabled, &m.Created, &m.Updated, &sealed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, refused
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claiming an OAuth flow: %w", err)
+	}
+	sec, err := s.open(req.AccountID, req.Name, sealed)
+	if err != nil || sec == nil || sec.OAuth == nil || sec.OAuth.State == "" ||
+		subtle.ConstantTimeCompare([]byte(sec.OAuth.State), []byte(req.State)) != 1 || time.Now().After(sec.OAuth.PendingUntil) {
+		return nil, refused
+	}
+	cleared := *sec
+	o := *sec.OAuth
+	o.State, o.Verifier, o.PendingUntil = "", "", time.Time{}
+	cleared.OAuth = &o
+	resealed, err := s.seal(req.AccountID, req.Name, &cleared)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE mcp_servers SET secrets = $3, updated = now() WHERE account_id = $1 AND name = $2`,
+		req.AccountID, req.Name, resealed); err != nil {
+		return nil, fmt.Errorf("claiming an OAuth flow: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("claiming an OAuth flow: %w", err)
+	}
+	m.Secrets = sec
 	return &m, nil
 }

@@ -16,11 +16,19 @@ const (
 	SubjectServerList   = "registry.servers.list"
 	SubjectServerUpdate = "registry.servers.update"
 	SubjectServerRemove = "registry.servers.remove"
+	// SubjectServerOAuthCallback finishes an OAuth authorization: the
+	// gateway's callback page passes the code and state, registry-svc
+	// exchanges them for tokens (the gateway never sees them).
+	SubjectServerOAuthCallback = "registry.servers.oauth_callback"
 	// EventAccountChangedPrefix, followed by an account id, is published
 	// when that account's tool list changed: its servers were edited, one
 	// of them sent list_changed, or went down or came back.
 	EventAccountChangedPrefix = "events.registry.changed."
 )
+
+// OAuthCallbackPath is the gateway page authorization servers send the
+// user back to; the redirect URI is MCP_PUBLIC_URL followed by it.
+const OAuthCallbackPath = "/api/mcp-servers/oauth/callback"
 
 // EventAccountChanged returns the subject announcing a change of account's tools.
 func EventAccountChanged(account string) string { return EventAccountChangedPrefix + account }
@@ -62,6 +70,9 @@ type Server struct {
 	Enabled bool   `json:"enabled"`
 	Auth    string `json:"auth"`
 	Health  Health `json:"health"`
+	// AuthorizeURL is set in the answer to an add with auth oauth: the
+	// page the user opens to let Mirobody in.
+	AuthorizeURL string `json:"authorize_url,omitempty"`
 }
 
 // ServerSpec is a server given for one chat turn only (the chat request's
@@ -80,6 +91,19 @@ type ServerAddRequest struct {
 	AccessToken string            `json:"access_token,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
 	Enabled     *bool             `json:"enabled,omitempty"`
+	// Auth "oauth" starts an OAuth authorization (with RedirectURI, the
+	// gateway's callback); empty means bearer or headers from the fields.
+	Auth        string `json:"auth,omitempty"`
+	RedirectURI string `json:"redirect_uri,omitempty"`
+}
+
+// ServerOAuthCallbackRequest is what the authorization server sent the
+// user's browser back with.
+type ServerOAuthCallbackRequest struct {
+	State string `json:"state"`
+	Code  string `json:"code"`
+	// Error is the authorization server's error code, when it refused.
+	Error string `json:"error,omitempty"`
 }
 
 // ServerListRequest lists an account's servers.
@@ -124,4 +148,10 @@ func (c *Client) UpdateServer(ctx context.Context, req *ServerUpdateRequest) (*S
 // RemoveServer removes a server; an unknown name is not_found.
 func (c *Client) RemoveServer(ctx context.Context, req *ServerRemoveRequest) (*Server, error) {
 	return wire.Call[ServerRemoveRequest, Server](ctx, c.c, SubjectServerRemove, req)
+}
+
+// OAuthCallback exchanges an authorization code for a server's tokens:
+// failed_precondition for an unknown, used or expired state.
+func (c *Client) OAuthCallback(ctx context.Context, req *ServerOAuthCallbackRequest) (*Server, error) {
+	return wire.Call[ServerOAuthCallbackRequest, Server](ctx, c.c, SubjectServerOAuthCallback, req)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/mirobody/mirobody-go/services/boot"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/vfs"
 )
@@ -30,7 +31,7 @@ func (h headerFlags) Set(v string) error {
 // runMCP manages an account's external MCP servers (SPEC §7) over NATS,
 // the command-line twin of /api/mcp-servers: add, ls, rm.
 func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "usage: mirobody mcp add --name N --url URL [--token-file FILE|-] [--header 'K: V']... [--disabled], " +
+	const usage = "usage: mirobody mcp add --name N --url URL [--token-file FILE|-] [--header 'K: V']... [--oauth] [--disabled], " +
 		"mirobody mcp ls, or mirobody mcp rm --name N (each with [--account ID|EMAIL])"
 	if len(args) == 0 || (args[0] != "add" && args[0] != "ls" && args[0] != "rm") {
 		return fmt.Errorf("%s", usage)
@@ -43,6 +44,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	url := fs.String("url", "", "add: the server's Streamable HTTP endpoint")
 	tokenFile := fs.String("token-file", "", "add: file holding the server's bearer token (- for stdin); kept out of the command line and shell history")
 	disabled := fs.Bool("disabled", false, "add: store the server switched off")
+	oauth := fs.Bool("oauth", false, "add: authorize with OAuth; prints the URL to open in a browser")
 	headers := headerFlags{}
 	fs.Var(headers, "header", `add: a header sent to the server, "Name: value" (repeatable)`)
 	if err := fs.Parse(args[1:]); err != nil {
@@ -78,12 +80,22 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	switch args[0] {
 	case "add":
 		enabled := !*disabled
-		s, err := reg.AddServer(ctx, &registry.ServerAddRequest{AccountID: a.ID, Name: *name, URL: *url, AccessToken: token,
-			Headers: headers, Enabled: &enabled})
+		req := &registry.ServerAddRequest{AccountID: a.ID, Name: *name, URL: *url, AccessToken: token, Headers: headers, Enabled: &enabled}
+		if *oauth {
+			env, err := boot.Load(*path, io.Discard)
+			if err != nil {
+				return err
+			}
+			req.Auth, req.RedirectURI = registry.AuthOAuth, strings.TrimRight(env.Config.MCPPublicURL, "/")+registry.OAuthCallbackPath
+		}
+		s, err := reg.AddServer(ctx, req)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "added %s (%s), health %s\n", s.Name, s.URL, healthText(s.Health))
+		if s.AuthorizeURL != "" {
+			fmt.Fprintf(stdout, "open this page to authorize Mirobody (within 10 minutes):\n%s\n", s.AuthorizeURL)
+		}
 	case "ls":
 		r, err := reg.ListServers(ctx, &registry.ServerListRequest{AccountID: a.ID})
 		if err != nil {

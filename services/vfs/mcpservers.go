@@ -15,6 +15,12 @@ const (
 	SubjectMCPServerList   = "vfs.mcpservers.list"
 	SubjectMCPServerUpdate = "vfs.mcpservers.update"
 	SubjectMCPServerDelete = "vfs.mcpservers.delete"
+	// SubjectMCPServerSetSecrets replaces a server's credentials (OAuth
+	// tokens after an exchange or a refresh).
+	SubjectMCPServerSetSecrets = "vfs.mcpservers.set_secrets"
+	// SubjectMCPServerClaimOAuth takes a server's pending OAuth flow by
+	// its state, once: the flow is cleared in the same transaction.
+	SubjectMCPServerClaimOAuth = "vfs.mcpservers.claim_oauth"
 )
 
 // MCPServerSecrets are a server's credentials: the bearer token and extra
@@ -22,6 +28,30 @@ const (
 type MCPServerSecrets struct {
 	AccessToken string            `json:"access_token,omitempty"`
 	Headers     map[string]string `json:"headers,omitempty"`
+	// OAuth is set for a server with auth oauth.
+	OAuth *MCPServerOAuth `json:"oauth,omitempty"`
+}
+
+// MCPServerOAuth is Mirobody's OAuth client state for one server: its
+// registration at the authorization server, the tokens, and the pending
+// authorization code flow (state and PKCE verifier) until the callback.
+type MCPServerOAuth struct {
+	ClientID     string   `json:"client_id"`
+	ClientSecret string   `json:"client_secret,omitempty"`
+	AuthURL      string   `json:"auth_url"`
+	TokenURL     string   `json:"token_url"`
+	RedirectURI  string   `json:"redirect_uri"`
+	Resource     string   `json:"resource"`
+	Scopes       []string `json:"scopes,omitempty"`
+
+	AccessToken  string    `json:"access_token,omitempty"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"`
+
+	// State and Verifier belong to the flow in progress, until PendingUntil.
+	State        string    `json:"state,omitempty"`
+	Verifier     string    `json:"verifier,omitempty"`
+	PendingUntil time.Time `json:"pending_until,omitzero"`
 }
 
 // MCPServer is one stored external MCP server.
@@ -72,6 +102,20 @@ type MCPServerDeleteRequest struct {
 	Name      string `json:"name"`
 }
 
+// MCPServerSetSecretsRequest replaces a server's credentials.
+type MCPServerSetSecretsRequest struct {
+	AccountID string            `json:"account_id"`
+	Name      string            `json:"name"`
+	Secrets   *MCPServerSecrets `json:"secrets"`
+}
+
+// MCPServerClaimOAuthRequest takes the pending OAuth flow whose state is State.
+type MCPServerClaimOAuthRequest struct {
+	AccountID string `json:"account_id"`
+	Name      string `json:"name"`
+	State     string `json:"state"`
+}
+
 // MCPServers is the typed client of the external MCP server store.
 type MCPServers struct{ c *wire.Client }
 
@@ -96,4 +140,16 @@ func (m *MCPServers) Update(ctx context.Context, req *MCPServerUpdateRequest) (*
 // Delete removes a server; an unknown name is not_found.
 func (m *MCPServers) Delete(ctx context.Context, req *MCPServerDeleteRequest) (*MCPServer, error) {
 	return wire.Call[MCPServerDeleteRequest, MCPServer](ctx, m.c, SubjectMCPServerDelete, req)
+}
+
+// SetSecrets replaces a server's credentials; an unknown name is not_found.
+func (m *MCPServers) SetSecrets(ctx context.Context, req *MCPServerSetSecretsRequest) (*MCPServer, error) {
+	return wire.Call[MCPServerSetSecretsRequest, MCPServer](ctx, m.c, SubjectMCPServerSetSecrets, req)
+}
+
+// ClaimOAuth returns the server with its secrets as they were, pending
+// flow included, and clears the flow; an unknown, used or expired state is
+// failed_precondition.
+func (m *MCPServers) ClaimOAuth(ctx context.Context, req *MCPServerClaimOAuthRequest) (*MCPServer, error) {
+	return wire.Call[MCPServerClaimOAuthRequest, MCPServer](ctx, m.c, SubjectMCPServerClaimOAuth, req)
 }
