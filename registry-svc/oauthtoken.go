@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,8 +44,11 @@ type oauthTransport struct {
 	account, name string
 	base          http.RoundTripper
 
-	mu       sync.Mutex
-	o        vfs.MCPServerOAuth
+	mu sync.Mutex
+	o  vfs.MCPServerOAuth
+	// spent is a refresh token the authorization server refused: it is
+	// not sent again (the health loop would otherwise retry it forever).
+	spent    string
 	needAuth atomic.Bool
 }
 
@@ -107,7 +111,7 @@ func (t *oauthTransport) token(ctx context.Context, stale string) (string, error
 			t.o.RefreshToken = stored.RefreshToken
 		}
 	}
-	if t.o.RefreshToken == "" {
+	if t.o.RefreshToken == "" || t.o.RefreshToken == t.spent {
 		t.needAuth.Store(true)
 		return "", errAuthNeeded
 	}
@@ -115,6 +119,9 @@ func (t *oauthTransport) token(ctx context.Context, stale string) (string, error
 	tok, err := oauthConfig(&t.o).TokenSource(hctx, &oauth2.Token{RefreshToken: t.o.RefreshToken}).Token()
 	if err != nil {
 		t.x.log.WarnContext(ctx, "refreshing an external MCP server's OAuth token failed", "account", t.account, "server", t.name, "err", err)
+		if _, refused := errors.AsType[*oauth2.RetrieveError](err); refused {
+			t.spent = t.o.RefreshToken // a network error may pass; a refusal does not
+		}
 		t.needAuth.Store(true)
 		return "", errAuthNeeded
 	}

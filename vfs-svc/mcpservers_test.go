@@ -3,7 +3,9 @@ package vfssvc
 import (
 	"bytes"
 	"context"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/vfs"
@@ -69,5 +71,71 @@ func TestExternalServerSecrets(t *testing.T) {
 	list, err = m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct, WithSecrets: true})
 	if err != nil || len(list.Servers) != 1 || !list.Servers[0].Unreadable {
 		t.Errorf("another SECRET_KEY: %+v %v, want unreadable", list, err)
+	}
+}
+
+// TestExternalServerOAuthClaim: a pending OAuth flow is taken once, by its
+// exact state, before it expires; taking it clears it but keeps the client
+// registration; concurrent claims let exactly one through.
+func TestExternalServerOAuthClaim(t *testing.T) {
+	e := start(t, func(c *conf.Config) { c.SecretKey = "key-one" })
+	ctx := context.Background()
+	acct := e.account(t)
+	m := vfs.NewMCPServers(e.client)
+	pending := func(name string, until time.Time) {
+		t.Helper()
+		o := &vfs.MCPServerOAuth{ClientID: "client-1", TokenURL: "https://as.example/token", State: "state-" + name, Verifier: "verifier", PendingUntil: until}
+		if _, err := m.Create(ctx, &vfs.MCPServerCreateRequest{Server: vfs.MCPServer{AccountID: acct, Name: name, URL: "https://a.example/mcp",
+			Auth: "oauth", Enabled: true, Secrets: &vfs.MCPServerSecrets{OAuth: o}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pending("live", time.Now().Add(time.Minute))
+	pending("old", time.Now().Add(-time.Second))
+	claim := func(name, state string) (*vfs.MCPServer, error) {
+		return m.ClaimOAuth(ctx, &vfs.MCPServerClaimOAuthRequest{AccountID: acct, Name: name, State: state})
+	}
+	for _, tc := range []struct{ name, server, state string }{
+		{"wrong state", "live", "state-old"},
+		{"empty state", "live", ""},
+		{"expired", "old", "state-old"},
+		{"unknown server", "nope", "state-live"},
+	} {
+		if _, err := claim(tc.server, tc.state); !wire.IsCode(err, wire.FailedPrecondition) {
+			t.Errorf("%s: %v, want failed_precondition", tc.name, err)
+		}
+	}
+	results := make(chan error, 4)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			got, err := claim("live", "state-live")
+			if err == nil && (got.Secrets == nil || got.Secrets.OAuth.Verifier != "verifier") {
+				t.Errorf("claimed flow: %+v", got.Secrets)
+			}
+			results <- err
+		})
+	}
+	wg.Wait()
+	close(results)
+	ok := 0
+	for err := range results {
+		if err == nil {
+			ok++
+		} else if !wire.IsCode(err, wire.FailedPrecondition) {
+			t.Errorf("a racing claim: %v", err)
+		}
+	}
+	if ok != 1 {
+		t.Errorf("%d claims went through, want 1", ok)
+	}
+	list, err := m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct, WithSecrets: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Servers {
+		if s.Name == "live" && (s.Secrets.OAuth.State != "" || s.Secrets.OAuth.Verifier != "" || s.Secrets.OAuth.ClientID != "client-1") {
+			t.Errorf("after the claim: %+v", s.Secrets.OAuth)
+		}
 	}
 }

@@ -1,0 +1,191 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mirobody/mirobody-go/gateway"
+	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
+)
+
+// TestExternalServerOAuth: the external server is a second Mirobody
+// stack's /mcp, whose gateway is a real OAuth authorization server. An
+// account adds it with auth oauth, the user opens authorize_url, logs in
+// and consents there, and the browser comes back to our callback; the
+// server's tools are then listed and callable. A token the server refuses
+// is refreshed (the refresh token rotates); a failed refresh shows
+// "authorization needed". A bad or replayed state is refused, and no
+// token appears in a GET answer or in the logs.
+func TestExternalServerOAuth(t *testing.T) {
+	remote := startOAuthDev(t)
+
+	natsURL := servicetest.NATS(t)
+	db := servicetest.Postgres(t, nil)
+	log, logs := servicetest.CaptureLogger(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	addr := l.Addr().String()
+	must(t, l.Close())
+	cfg := testConfig(t, natsURL, db.DSN)
+	cfg.HTTPAddr, cfg.MCPPublicURL = addr, "http://"+addr
+	cfg.MCPToolDirs = []string{"builtin"}
+	cfg.MCPClientAllowPriv = true
+	cfg.SecretKey = "oauth-client-test-secret-key"
+	cfg.RateLimitAcct, cfg.RateLimitIP = 0, 0
+	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}),
+		registrysvc.New(registrysvc.Options{Config: cfg, Log: log, ExternalRefresh: time.Hour}), gateway.New(gateway.Options{Config: cfg, Log: log}))
+	base := "http://" + addr
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	nc := servicetest.Client(t, natsURL)
+	accounts := vfs.NewAccounts(nc)
+	store := vfs.NewMCPServers(nc)
+	a, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: "alice@example.com"})
+	must(t, err)
+	k, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: a.ID, Name: "t"})
+	must(t, err)
+	key := k.Key
+
+	// Add: the answer has the authorize URL; until then the server needs authorization.
+	code, body := apiJSON(t, http.MethodPost, base+"/api/mcp-servers", key, map[string]any{"name": "body", "url": remote.Base + "/mcp", "auth": "oauth"})
+	if code != http.StatusCreated {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	var added registry.Server
+	must(t, json.Unmarshal(body, &added))
+	if added.Auth != registry.AuthOAuth || added.Health.Status != registry.HealthDown || added.Health.Error != "authorization needed" ||
+		!strings.HasPrefix(added.AuthorizeURL, remote.Base+"/oauth/authorize?") {
+		t.Fatalf("POST answered %s", body)
+	}
+	for _, p := range []string{"code_challenge_method=S256", "code_challenge=", "resource=", "redirect_uri=", "state="} {
+		if !strings.Contains(added.AuthorizeURL, p) {
+			t.Errorf("authorize_url lacks %s: %s", p, added.AuthorizeURL)
+		}
+	}
+
+	// The user logs in and consents on the remote server's pages, and is
+	// sent back to our callback.
+	ua := newUserAgent(t)
+	back := ua.signIn(remote, added.AuthorizeURL)
+	if !strings.HasPrefix(back.String(), base+registry.OAuthCallbackPath+"?") || back.Query().Get("code") == "" {
+		t.Fatalf("the authorization server sent the browser to %s", back)
+	}
+	resp, page := ua.get(back.String())
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Connected") {
+		t.Fatalf("callback: %d %s", resp.StatusCode, page)
+	}
+	// Replayed, or with a state of our own: refused.
+	if resp, page := ua.get(back.String()); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "already used") {
+		t.Errorf("replayed callback: %d %s", resp.StatusCode, page)
+	}
+	forged := back.Query()
+	forged.Set("state", a.ID+".body.forged")
+	if resp, _ := ua.get(base + registry.OAuthCallbackPath + "?" + forged.Encode()); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("forged state: %d", resp.StatusCode)
+	}
+	if resp, _ := ua.get(base + registry.OAuthCallbackPath + "?code=x&state=nonsense"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("nonsense state: %d", resp.StatusCode)
+	}
+
+	stored := func() *vfs.MCPServerOAuth {
+		t.Helper()
+		r, err := store.List(ctx, &vfs.MCPServerListRequest{AccountID: a.ID, WithSecrets: true})
+		must(t, err)
+		if len(r.Servers) != 1 || r.Servers[0].Secrets == nil || r.Servers[0].Secrets.OAuth == nil {
+			t.Fatalf("stored servers: %+v", r.Servers)
+		}
+		return r.Servers[0].Secrets.OAuth
+	}
+	first := stored()
+	if first.AccessToken == "" || first.RefreshToken == "" || first.Verifier != "" || first.State != "" {
+		t.Fatalf("stored OAuth state after the callback: access %t refresh %t pending %t", first.AccessToken != "", first.RefreshToken != "", first.State != "")
+	}
+
+	// Health ok, no secret in the answer.
+	code, body = apiJSON(t, http.MethodGet, base+"/api/mcp-servers", key, nil)
+	if code != http.StatusOK || !strings.Contains(string(body), `"auth":"oauth"`) || !strings.Contains(string(body), `"status":"ok"`) {
+		t.Fatalf("GET: %d %s", code, body)
+	}
+	secrets := []string{first.AccessToken, first.RefreshToken, first.ClientID, back.Query().Get("code"), back.Query().Get("state")}
+	for _, s := range secrets {
+		if strings.Contains(string(body), s) {
+			t.Errorf("GET /api/mcp-servers shows a secret")
+		}
+	}
+
+	session, err := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp", HTTPClient: &http.Client{Transport: bearer{key}}}, nil)
+	must(t, err)
+	defer session.Close()
+	if names := toolNames(t, session); !slices.Contains(names, "body__my_account") {
+		t.Fatalf("tools: %v", names)
+	}
+	callRemote := func() (string, bool) {
+		t.Helper()
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "body__my_account", Arguments: map[string]any{}})
+		must(t, err)
+		tx, _ := res.Content[0].(*mcp.TextContent)
+		return tx.Text, res.IsError
+	}
+	// The call runs on the remote stack as the remote account.
+	if text, isErr := callRemote(); isErr || text != "account "+remote.AccountID {
+		t.Fatalf("body__my_account: %q (error %v)", text, isErr)
+	}
+
+	// The remote server refuses the access token (as if expired or
+	// revoked): registry-svc refreshes once, the call goes through, and
+	// the rotated refresh token is stored.
+	spoil := func(access, refresh string) {
+		t.Helper()
+		o := stored()
+		o.AccessToken, o.Expiry = access, time.Now().Add(time.Hour)
+		if refresh != "" {
+			o.RefreshToken = refresh
+		}
+		_, err := store.SetSecrets(ctx, &vfs.MCPServerSetSecretsRequest{AccountID: a.ID, Name: "body", Secrets: &vfs.MCPServerSecrets{OAuth: o}})
+		must(t, err)
+		// Tell the registry to read the configuration again.
+		must(t, nc.Publish(ctx, registry.EventAccountChanged(a.ID), &registry.ChangedEvent{}))
+	}
+	spoil("not-a-valid-token", "")
+	servicetest.Eventually(t, 10*time.Second, func() bool {
+		text, isErr := callRemote()
+		return !isErr && text == "account "+remote.AccountID && stored().RefreshToken != first.RefreshToken
+	}, "the call after a refused token was not refreshed")
+	second := stored()
+	if second.AccessToken == "not-a-valid-token" || second.AccessToken == first.AccessToken {
+		t.Errorf("the access token was not replaced")
+	}
+	secrets = append(secrets, second.AccessToken, second.RefreshToken)
+
+	// A refresh that fails: the server needs authorization again.
+	spoil("not-a-valid-token-either", "not-a-refresh-token")
+	servicetest.Eventually(t, 10*time.Second, func() bool {
+		// Its tools are gone (unknown tool) or the call fails.
+		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "body__my_account", Arguments: map[string]any{}})
+		return err != nil || res.IsError
+	}, "a call without a valid token succeeded")
+	code, body = apiJSON(t, http.MethodGet, base+"/api/mcp-servers", key, nil)
+	if code != http.StatusOK || !strings.Contains(string(body), `"error":"authorization needed"`) {
+		t.Errorf("GET after a failed refresh: %d %s", code, body)
+	}
+
+	for _, s := range secrets {
+		if strings.Contains(logs.String(), s) {
+			t.Errorf("a secret is in the logs")
+		}
+	}
+}
