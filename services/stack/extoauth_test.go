@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -181,6 +182,32 @@ func TestExternalServerOAuth(t *testing.T) {
 	code, body = apiJSON(t, http.MethodGet, base+"/api/mcp-servers", key, nil)
 	if code != http.StatusOK || !strings.Contains(string(body), `"error":"authorization needed"`) {
 		t.Errorf("GET after a failed refresh: %d %s", code, body)
+	}
+
+	// The CLI: mcp add --oauth prints the URL; the same flow connects it.
+	t.Setenv("NATS_URL", natsURL)
+	t.Setenv("MCP_PUBLIC_URL", base)
+	var out, errOut bytes.Buffer
+	if code := Main(ctx, []string{"mcp", "add", "--name", "cli", "--url", remote.Base + "/mcp", "--oauth", "--account", "alice@example.com",
+		"--config", "testdata/empty.yaml"}, &out, &errOut); code != 0 {
+		t.Fatalf("mirobody mcp add --oauth = %d: %s %s", code, out.String(), errOut.String())
+	}
+	authURL := ""
+	for _, line := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(line, remote.Base+"/oauth/authorize?") {
+			authURL = line
+		}
+	}
+	if authURL == "" || !strings.Contains(out.String(), "authorization needed") {
+		t.Fatalf("mirobody mcp add --oauth printed:\n%s", out.String())
+	}
+	back = newUserAgent(t).signIn(remote, authURL)
+	if resp, page := ua.get(back.String()); resp.StatusCode != http.StatusOK {
+		t.Fatalf("callback of the CLI's flow: %d %s", resp.StatusCode, page)
+	}
+	code, body = apiJSON(t, http.MethodGet, base+"/api/mcp-servers", key, nil)
+	if code != http.StatusOK || !strings.Contains(string(body), `{"name":"cli","url":"`+remote.Base+`/mcp","enabled":true,"auth":"oauth","health":{"status":"ok"`) {
+		t.Errorf("GET after the CLI's flow: %d %s", code, body)
 	}
 
 	for _, s := range secrets {
