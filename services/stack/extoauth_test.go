@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -13,12 +12,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mirobody/mirobody-go/gateway"
-	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs"
-	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // TestExternalServerOAuth: the external server is a second Mirobody
@@ -30,33 +27,22 @@ import (
 // "authorization needed". A bad or replayed state is refused, and no
 // token appears in a GET answer or in the logs.
 func TestExternalServerOAuth(t *testing.T) {
+	// Both sides are dev stacks, each with its own NATS (under the real
+	// permission table) and database.
 	remote := startOAuthDev(t)
-
-	natsURL := servicetest.NATS(t)
-	db := servicetest.Postgres(t, nil)
 	log, logs := servicetest.CaptureLogger(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := l.Addr().String()
-	must(t, l.Close())
-	cfg := testConfig(t, natsURL, db.DSN)
-	cfg.HTTPAddr, cfg.MCPPublicURL = addr, "http://"+addr
-	cfg.MCPToolDirs = []string{"builtin"}
-	cfg.MCPClientAllowPriv = true
-	cfg.SecretKey = "oauth-client-test-secret-key"
-	cfg.RateLimitAcct, cfg.RateLimitIP = 0, 0
-	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}),
-		registrysvc.New(registrysvc.Options{Config: cfg, Log: log, ExternalRefresh: time.Hour}), gateway.New(gateway.Options{Config: cfg, Log: log}))
-	base := "http://" + addr
+	local := startOAuthDevLog(t, log)
+	base := local.Base
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-
-	nc := servicetest.Client(t, natsURL)
-	accounts := vfs.NewAccounts(nc)
-	store := vfs.NewMCPServers(nc)
-	a, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: "alice@example.com"})
+	// As the CLI, the one identity besides registry-svc that may read the
+	// server store.
+	nc, err := cliConn(local.Config, "extoauth-test", servicetest.Logger(t))
 	must(t, err)
-	k, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: a.ID, Name: "t"})
+	t.Cleanup(nc.Close)
+	store := vfs.NewMCPServers(wire.NewClient(wire.ClientOptions{Conn: nc}))
+	a := struct{ ID string }{local.AccountID}
+	k, err := local.Accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: a.ID, Name: "t"})
 	must(t, err)
 	key := k.Key
 
@@ -158,8 +144,10 @@ func TestExternalServerOAuth(t *testing.T) {
 		}
 		_, err := store.SetSecrets(ctx, &vfs.MCPServerSetSecretsRequest{AccountID: a.ID, Name: "body", Secrets: &vfs.MCPServerSecrets{OAuth: o}})
 		must(t, err)
-		// Tell the registry to read the configuration again.
-		must(t, nc.Publish(ctx, registry.EventAccountChanged(a.ID), &registry.ChangedEvent{}))
+		// A change over the API makes the registry read the configuration again.
+		if code, body := apiJSON(t, http.MethodPatch, base+"/api/mcp-servers/body", key, map[string]any{"enabled": true}); code != http.StatusOK {
+			t.Fatalf("PATCH: %d %s", code, body)
+		}
 	}
 	spoil("not-a-valid-token", "")
 	servicetest.Eventually(t, 10*time.Second, func() bool {
@@ -185,10 +173,11 @@ func TestExternalServerOAuth(t *testing.T) {
 	}
 
 	// The CLI: mcp add --oauth prints the URL; the same flow connects it.
-	t.Setenv("NATS_URL", natsURL)
+	t.Setenv("NATS_URL", local.Config.NATSURL)
+	t.Setenv("DEV_DIR", local.Config.DevDir)
 	t.Setenv("MCP_PUBLIC_URL", base)
 	var out, errOut bytes.Buffer
-	if code := Main(ctx, []string{"mcp", "add", "--name", "cli", "--url", remote.Base + "/mcp", "--oauth", "--account", "alice@example.com",
+	if code := Main(ctx, []string{"mcp", "add", "--name", "cli", "--url", remote.Base + "/mcp", "--oauth", "--account", local.Email,
 		"--config", "testdata/empty.yaml"}, &out, &errOut); code != 0 {
 		t.Fatalf("mirobody mcp add --oauth = %d: %s %s", code, out.String(), errOut.String())
 	}

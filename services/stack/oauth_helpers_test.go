@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"html"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -40,6 +41,12 @@ type oauthDev struct {
 // startOAuthDev starts the dev stack serving the example tool my_account.
 func startOAuthDev(t *testing.T) *oauthDev {
 	t.Helper()
+	return startOAuthDevLog(t, servicetest.Logger(t))
+}
+
+// startOAuthDevLog is startOAuthDev logging to log.
+func startOAuthDevLog(t *testing.T, log *slog.Logger) *oauthDev {
+	t.Helper()
 	tools := t.TempDir()
 	b, err := os.ReadFile(filepath.Join(fixtureTools, "examples.py"))
 	must(t, err)
@@ -56,7 +63,7 @@ func startOAuthDev(t *testing.T) *oauthDev {
 	cfg.RateLimitAcct, cfg.RateLimitIP = 0, 0
 	// Client ID Metadata Documents are served from loopback in the tests.
 	cfg.MCPClientAllowPriv = true
-	services, err := Dev(DevOptions{Config: cfg, Log: servicetest.Logger(t), Out: io.Discard})
+	services, err := Dev(DevOptions{Config: cfg, Log: log, Out: io.Discard})
 	must(t, err)
 	startGroup(t, services...)
 	return newOAuthAccount(t, cfg, "http://"+addr)
