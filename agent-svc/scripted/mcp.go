@@ -44,19 +44,8 @@ func (s *Server) runMCP(w http.ResponseWriter, r *http.Request, rec *Received) {
 	}
 	first := *rec
 	first.Messages = append([]llm.Message(nil), rec.Messages...)
-	s.mu.Lock()
-	s.recv = append(s.recv, &first)
-	s.mu.Unlock()
-	step, err := s.respond(rec)
-	if err != nil {
-		s.fail(w, err)
-		return
-	}
-	if step.Fault != nil {
-		if step.Fault.RetryAfter != "" {
-			w.Header().Set("Retry-After", step.Fault.RetryAfter)
-		}
-		writeJSONError(w, rec.Format, step.Fault.Status)
+	step, ok := s.next(w, &first, rec)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

@@ -234,19 +234,8 @@ func (s *Server) handle(format string) http.HandlerFunc {
 			s.runMCP(w, r, rec)
 			return
 		}
-		s.mu.Lock()
-		s.recv = append(s.recv, rec)
-		s.mu.Unlock()
-		step, err := s.respond(rec)
-		if err != nil {
-			s.fail(w, err)
-			return
-		}
-		if step.Fault != nil {
-			if step.Fault.RetryAfter != "" {
-				w.Header().Set("Retry-After", step.Fault.RetryAfter)
-			}
-			writeJSONError(w, format, step.Fault.Status)
+		step, ok := s.next(w, rec, rec)
+		if !ok {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -259,6 +248,28 @@ func (s *Server) handle(format string) http.HandlerFunc {
 			streamAnthropic(e, rec, step)
 		}
 	}
+}
+
+// next records seen as received and asks the script for the step that
+// answers rec. It returns false when that answer is already written: the
+// responder failed, or the step is a fault.
+func (s *Server) next(w http.ResponseWriter, seen, rec *Received) (Step, bool) {
+	s.mu.Lock()
+	s.recv = append(s.recv, seen)
+	s.mu.Unlock()
+	step, err := s.respond(rec)
+	if err != nil {
+		s.fail(w, err)
+		return Step{}, false
+	}
+	if step.Fault != nil {
+		if step.Fault.RetryAfter != "" {
+			w.Header().Set("Retry-After", step.Fault.RetryAfter)
+		}
+		writeJSONError(w, rec.Format, step.Fault.Status)
+		return Step{}, false
+	}
+	return step, true
 }
 
 func (s *Server) fail(w http.ResponseWriter, err error) {
