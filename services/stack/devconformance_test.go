@@ -46,29 +46,56 @@ func TestHelperDev(t *testing.T) {
 // with only the ports and DEV_DIR moved so that it can run next to others.
 // Both revisions run in full, as a user would run them, since the failures
 // it guards against came from one scenario using up the budget of the next.
+// A second dev stack adds the suite's fixture tools to MCP_TOOL_DIRS, and
+// nothing else: there the checks that need those tools must pass too, with
+// the default rate limits and Python workers.
 func TestDevConformance(t *testing.T) {
 	node, dir := nodeTools(t)
-	url := startDevBinary(t)
 	suite := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
-	baseline, accepted := devBaseline(t)
-	for _, rev := range []string{"2025-11-25", "2026-07-28"} {
-		t.Run(rev, func(t *testing.T) {
-			out := t.TempDir()
-			log := runNode(t, dir, node, 0, suite, "server", "--url", url, "--requirements", rev,
-				"--expected-failures", baseline, "-o", out)
-			for _, name := range devScenarios[rev] {
-				if bad := scenarioFailures(t, out, name, accepted); len(bad) > 0 {
-					t.Errorf("%s %s failed:\n  %s\nsuite output:\n%s", rev, name, strings.Join(bad, "\n  "), log)
-				}
+	baseline, accepted := devBaseline(t, "conformance-baseline.yml", "conformance-dev-baseline.yml")
+	fixtureBaseline, fixtureAccepted := devBaseline(t, "conformance-baseline.yml")
+	for _, variant := range []struct {
+		name, tools, baseline string
+		accepted              []string
+	}{
+		{"default", "./tools,builtin", baseline, accepted},
+		{"with fixtures", "./tools,builtin," + fixtureCopy(t), fixtureBaseline, fixtureAccepted},
+	} {
+		t.Run(variant.name, func(t *testing.T) {
+			url := startDevBinary(t, variant.tools)
+			for _, rev := range []string{"2025-11-25", "2026-07-28"} {
+				t.Run(rev, func(t *testing.T) {
+					out := t.TempDir()
+					log := runNode(t, dir, node, 0, suite, "server", "--url", url, "--requirements", rev,
+						"--expected-failures", variant.baseline, "-o", out)
+					for _, name := range devScenarios[rev] {
+						if bad := scenarioFailures(t, out, name, variant.accepted); len(bad) > 0 {
+							t.Errorf("%s %s failed:\n  %s\nsuite output:\n%s", rev, name, strings.Join(bad, "\n  "), log)
+						}
+					}
+				})
 			}
 		})
 	}
 }
 
+// fixtureCopy copies the suite's fixture tools into a fresh folder (its
+// test_trigger_tool_change writes into its own folder) and returns it.
+func fixtureCopy(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"conformance_fixtures.py", "examples.py"} {
+		b, err := os.ReadFile(filepath.Join(fixtureTools, name))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+	}
+	return dir
+}
+
 // startDevBinary runs `mirobody dev` in a child process from the repository
 // root and returns the MCP endpoint its banner prints. The child stops with
 // SIGTERM at cleanup, which also stops its Postgres.
-func startDevBinary(t *testing.T) string {
+func startDevBinary(t *testing.T, toolDirs string) string {
 	t.Helper()
 	base := t.TempDir()
 	if err := os.Chmod(base, 0o755); err != nil { // the postgres user must reach it when we are root
@@ -79,7 +106,7 @@ func startDevBinary(t *testing.T) string {
 	cmd.Dir = "../.."
 	cmd.Env = append(userEnv(),
 		"MIROBODY_HELPER=dev",
-		"MCP_TOOL_DIRS=./tools,builtin", // what `make dev` sets
+		"MCP_TOOL_DIRS="+toolDirs, // `make dev` sets ./tools,builtin
 		"DEV_DIR="+filepath.Join(base, ".mirobody"),
 		"HTTP_ADDR=127.0.0.1:"+port,
 		"MCP_PUBLIC_URL=http://localhost:"+port,
@@ -156,12 +183,12 @@ type baselineFile struct {
 	Server []string `yaml:"server"`
 }
 
-// devBaseline writes conformance-baseline.yml plus conformance-dev-baseline.yml
-// (the fixture-only scenarios) as one file, and returns its path and entries.
-func devBaseline(t *testing.T) (string, []string) {
+// devBaseline writes the named baselines of gateway/testdata as one
+// --expected-failures file, and returns its path and entries.
+func devBaseline(t *testing.T, names ...string) (string, []string) {
 	t.Helper()
 	var all baselineFile
-	for _, name := range []string{"conformance-baseline.yml", "conformance-dev-baseline.yml"} {
+	for _, name := range names {
 		b, err := os.ReadFile(filepath.Join("../../gateway/testdata", name))
 		must(t, err)
 		var f baselineFile
