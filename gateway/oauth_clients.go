@@ -19,6 +19,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/mirobody/mirobody-go/services/ssrf"
 	"github.com/mirobody/mirobody-go/services/vfs"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -66,15 +67,12 @@ type cachedClient struct {
 // newClientResolver returns a resolver; allowPrivate lets documents live on
 // private and loopback addresses, over plain http too (tests, local use).
 func newClientResolver(store *vfs.OAuth, allowPrivate bool, log *slog.Logger) *clientResolver {
-	dialer := &net.Dialer{Timeout: metadataTimeout, Control: func(_, address string, _ syscall.RawConn) error {
-		// The check runs on the address actually dialed, after DNS, so a
-		// name that resolves (or rebinds) to a private address is caught.
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return fmt.Errorf("unexpected dial address %q", address)
-		}
-		if !allowPrivate && !publicAddr(ap.Addr()) {
-			return fmt.Errorf("address %s is not public", ap.Addr())
+	// The guard checks the address actually dialed, after DNS, so a name
+	// that resolves (or rebinds) to a private address is caught.
+	guard := &ssrf.Guard{AllowPrivate: allowPrivate}
+	dialer := &net.Dialer{Timeout: metadataTimeout, Control: func(network, address string, c syscall.RawConn) error {
+		if err := guard.Control(network, address, c); err != nil {
+			return fmt.Errorf("address is not public: %w", err)
 		}
 		return nil
 	}}
@@ -85,26 +83,6 @@ func newClientResolver(store *vfs.OAuth, allowPrivate bool, log *slog.Logger) *c
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	return &clientResolver{store: store, http: client, allowPrivate: allowPrivate, log: log, now: time.Now, cache: map[string]cachedClient{}}
-}
-
-// blockedPrefixes are special-purpose ranges that netip's predicates miss.
-var blockedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("64:ff9b::/96"),
-}
-
-// publicAddr reports whether a is a globally routable unicast address.
-func publicAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	if !a.IsGlobalUnicast() || a.IsPrivate() || a.IsLoopback() || a.IsLinkLocalUnicast() {
-		return false
-	}
-	for _, p := range blockedPrefixes {
-		if p.Contains(a) {
-			return false
-		}
-	}
-	return true
 }
 
 // isDocumentID reports whether a client_id is a metadata document URL.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/ssrf"
 )
 
 func TestOAuthRedirectURIs(t *testing.T) {
@@ -70,8 +71,8 @@ func TestOAuthSSRFGuard(t *testing.T) {
 		{"169.254.169.254", false}, {"fe80::1", false}, {"fc00::1", false}, {"100.64.0.1", false}, {"0.0.0.0", false},
 		{"::ffff:127.0.0.1", false}, {"224.0.0.1", false}, {"::", false},
 	} {
-		if got := publicAddr(netip.MustParseAddr(tc.addr)); got != tc.public {
-			t.Errorf("publicAddr(%s) = %v, want %v", tc.addr, got, tc.public)
+		if got := ssrf.Refusal(netip.MustParseAddr(tc.addr)) == ""; got != tc.public {
+			t.Errorf("ssrf.Refusal(%s) == \"\" is %v, want %v", tc.addr, got, tc.public)
 		}
 	}
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/ssrf"
 	"github.com/mirobody/mirobody-go/services/vfs"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -37,7 +38,7 @@ const (
 // (account, server).
 type external struct {
 	log       *slog.Logger
-	guard     *addrGuard
+	guard     *ssrf.Guard
 	store     *vfs.MCPServers
 	pub       *wire.Client
 	transport http.RoundTripper
@@ -63,11 +64,11 @@ type connKey struct {
 	account, name, turn string
 }
 
-func newExternal(log *slog.Logger, guard *addrGuard, store *vfs.MCPServers, pub *wire.Client, refresh time.Duration) *external {
+func newExternal(log *slog.Logger, guard *ssrf.Guard, store *vfs.MCPServers, pub *wire.Client, refresh time.Duration) *external {
 	if refresh <= 0 {
 		refresh = defaultRefresh
 	}
-	x := &external{log: log, guard: guard, store: store, pub: pub, transport: guard.transport(), refresh: refresh,
+	x := &external{log: log, guard: guard, store: store, pub: pub, transport: guardedTransport(guard), refresh: refresh,
 		accounts: map[string]*accountConfig{}, conns: map[connKey]*extConn{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go x.loop()
 	return x
@@ -96,7 +97,7 @@ func (x *external) toolsFor(ctx context.Context, account string, turn []registry
 		key := connKey{account, t.Name, spec.fingerprint}
 		if !x.cached(key) {
 			// Checked once per session; every dial is checked again.
-			if _, err := x.guard.checkURL(ctx, t.URL); err != nil {
+			if _, err := x.guard.CheckURL(ctx, t.URL); err != nil {
 				x.log.WarnContext(ctx, "a chat turn's MCP server is refused", "server", t.Name, "err", err)
 				continue
 			}

@@ -129,7 +129,7 @@ func (x *external) resourceMetadata(ctx context.Context, hc *http.Client, resour
 		u, _ := url.Parse(resource)
 		metaURL = u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + strings.TrimRight(u.Path, "/")
 	}
-	if _, err := x.guard.checkURL(ctx, metaURL); err != nil {
+	if _, err := x.guard.CheckURL(ctx, metaURL); err != nil {
 		return nil, fmt.Errorf("resource metadata: %w", err)
 	}
 	prm, err := oauthex.GetProtectedResourceMetadata(ctx, metaURL, resource, hc)
@@ -141,7 +141,7 @@ func (x *external) resourceMetadata(ctx context.Context, hc *http.Client, resour
 
 // authServerMetadata reads RFC 8414 metadata, then OpenID discovery.
 func (x *external) authServerMetadata(ctx context.Context, hc *http.Client, issuer string) (*oauthex.AuthServerMeta, error) {
-	u, err := x.guard.checkURL(ctx, issuer)
+	u, err := x.guard.CheckURL(ctx, issuer)
 	if err != nil {
 		return nil, fmt.Errorf("authorization server: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/ssrf"
 	"github.com/mirobody/mirobody-go/services/svc"
 	"github.com/mirobody/mirobody-go/services/vfs"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -101,7 +101,7 @@ func (s *Service) Start(ctx context.Context) error {
 			Disallowed: map[string][]string{registry.AgentDeep: cfg.DisallowedToolsDeep, registry.AgentBase: cfg.DisallowedToolsBase},
 		}},
 	}
-	guard := &addrGuard{allowPrivate: cfg.MCPClientAllowPriv, resolver: net.DefaultResolver}
+	guard := &ssrf.Guard{AllowPrivate: cfg.MCPClientAllowPriv}
 	s.reg.ext = newExternal(s.log, guard, vfs.NewMCPServers(n.Client), n.Client, s.opts.ExternalRefresh)
 	snap, err := s.discover(ctx, dirs)
 	if err != nil {

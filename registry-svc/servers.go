@@ -37,7 +37,7 @@ func (h *serverHandlers) add(ctx context.Context, req *registry.ServerAddRequest
 	if !registry.ServerNamePattern.MatchString(req.Name) {
 		return nil, wire.Errorf(wire.InvalidArgument, "server name %q must match [a-z0-9_-]{1,32}", req.Name)
 	}
-	u, err := h.x.guard.checkURL(ctx, req.URL)
+	u, err := h.x.guard.CheckURL(ctx, req.URL)
 	if err != nil {
 		return nil, wire.Errorf(wire.InvalidArgument, "%s", err.Error())
 	}
