@@ -11,6 +11,7 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/ssrf"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -172,8 +173,9 @@ func (ps *providerSet) remoteUsable() []string {
 	return out
 }
 
-// privateHost reports whether a URL's host is loopback, private or
-// link-local: a hosted provider cannot reach it.
+// privateHost reports whether a URL's host is localhost or an address the
+// SSRF policy calls internal (loopback, private, link-local, …): a hosted
+// provider cannot reach it.
 func privateHost(raw string) bool {
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -184,5 +186,5 @@ func privateHost(raw string) bool {
 		return true
 	}
 	ip, err := netip.ParseAddr(host)
-	return err == nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified())
+	return err == nil && ssrf.Refusal(ip) != ""
 }
