@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -206,20 +205,11 @@ func validRedirectURIs(uris []string) error {
 			return fmt.Errorf("redirect_uri %q has a forbidden scheme", s)
 		case u.Scheme == "https" && u.Host == "":
 			return fmt.Errorf("redirect_uri %q has no host", s)
-		case u.Scheme == "http" && !loopbackHost(u.Hostname()):
+		case u.Scheme == "http" && !isLoopbackHost(u.Hostname()):
 			return fmt.Errorf("redirect_uri %q: plain http is allowed for loopback only", s)
 		}
 	}
 	return nil
-}
-
-// loopbackHost reports whether host is localhost or a loopback literal.
-func loopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsLoopback()
 }
 
 // redirectAllowed reports whether got is one of the registered URIs: an
@@ -230,7 +220,7 @@ func redirectAllowed(registered []string, got string) bool {
 		return true
 	}
 	g, err := url.Parse(got)
-	if err != nil || g.Scheme != "http" || !loopbackHost(g.Hostname()) {
+	if err != nil || g.Scheme != "http" || !isLoopbackHost(g.Hostname()) {
 		return false
 	}
 	for _, r := range registered {
