@@ -3,7 +3,6 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
-	"html/template"
 	"net/http"
 	"strings"
 
@@ -87,19 +86,12 @@ func (s *Service) mcpOAuthRedirectURI() string {
 	return strings.TrimRight(s.opts.Config.MCPPublicURL, "/") + registry.OAuthCallbackPath
 }
 
-var oauthDonePage = template.Must(template.New("done").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>Mirobody</title></head>
-<body><h1>{{.Title}}</h1><p>{{.Text}}</p></body></html>
-`))
-
 // mcpServerOAuthCallback passes code and state to registry-svc, which
 // exchanges them; the tokens never reach the gateway.
 func (s *Service) mcpServerOAuthCallback(c echo.Context) error {
 	q := c.QueryParams()
 	srv, err := s.mcp.Registry.OAuthCallback(c.Request().Context(), &registry.ServerOAuthCallbackRequest{
 		State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error")})
-	c.Response().Header().Set("Cache-Control", "no-store")
-	c.Response().Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err != nil {
 		status := http.StatusBadRequest
 		msg := "Mirobody could not finish the authorization."
@@ -109,10 +101,10 @@ func (s *Service) mcpServerOAuthCallback(c echo.Context) error {
 		} else {
 			status = http.StatusBadGateway
 		}
-		c.Response().WriteHeader(status)
-		return oauthDonePage.Execute(c.Response(), map[string]string{"Title": "Not connected", "Text": msg})
+		return render(c, status, pageData{Page: "done", Title: "Not connected", Text: msg})
 	}
-	c.Response().WriteHeader(http.StatusOK)
-	return oauthDonePage.Execute(c.Response(), map[string]string{"Title": "Connected",
-		"Text": "Mirobody is connected to " + srv.Name + ". You can close this page."})
+	// The page's URL carries the code and state: render sets no-store,
+	// no-referrer and a CSP like every OAuth page.
+	return render(c, http.StatusOK, pageData{Page: "done", Title: "Connected",
+		Text: "Mirobody is connected to " + srv.Name + ". You can close this page."})
 }

@@ -23,10 +23,11 @@ const (
 
 // pageData fills the page template.
 type pageData struct {
-	// Page is "login", "consent" or "error".
+	// Page is "login", "consent", "error" or "done" (Title and Text).
 	Page    string
 	Title   string
 	Error   string
+	Text    string
 	Request string
 	CSRF    string
 	Client  string
@@ -54,6 +55,7 @@ button{padding:.6rem 1.2rem;border-radius:6px;border:1px solid #335;margin:1rem 
 button.primary{background:#335;color:#fff}.error{color:#a00}.muted{color:#666;font-size:.9rem}
 </style></head><body><main>
 {{if eq .Page "error"}}<h1>{{.Title}}</h1><p class="error">{{.Error}}</p>
+{{else if eq .Page "done"}}<h1>{{.Title}}</h1><p>{{.Text}}</p>
 {{else if eq .Page "login"}}<h1>Sign in to Mirobody</h1>
 <p><b>{{.Client}}</b> wants to connect to your account.</p>
 {{if .Error}}<p class="error">{{.Error}}</p>{{end}}
