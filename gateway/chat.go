@@ -37,15 +37,8 @@ type chatRequest struct {
 // are ordinary HTTP errors; later ones are an error event and an end
 // event. A client that disconnects cancels the turn.
 func (s *Service) chat(c echo.Context) error {
-	raw, err := readJSONBody(c.Response(), c.Request(), int64(s.opts.Config.MaxRequestBytes), "MAX_REQUEST_BYTES")
-	if err != nil {
-		return err
-	}
 	var body chatRequest
-	if err := json.Unmarshal(raw, &body); err != nil {
-		return wire.Errorf(wire.InvalidArgument, "the body must be a JSON object with a question")
-	}
-	if err := checkJSONText(raw); err != nil {
+	if err := s.bindJSON(c, &body, "the body must be a JSON object with a question"); err != nil {
 		return err
 	}
 	q := body.Question
@@ -79,7 +72,7 @@ func (s *Service) chat(c echo.Context) error {
 		w.Flush()
 	}
 	ctx := c.Request().Context()
-	_, err = agent.NewClient(s.node.Client).Run(ctx, req, write)
+	_, err := agent.NewClient(s.node.Client).Run(ctx, req, write)
 	switch {
 	case err == nil:
 		return nil

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 	"time"
@@ -71,8 +70,8 @@ type createKeyRequest struct {
 func (s *Service) createAPIKey(c echo.Context) error {
 	p := principal(c)
 	var body createKeyRequest
-	if err := json.NewDecoder(c.Request().Body).Decode(&body); err != nil {
-		return wire.Errorf(wire.InvalidArgument, `the body must be a JSON object like {"name":"laptop","scopes":["mcp"]}`)
+	if err := s.bindJSON(c, &body, `the body must be a JSON object like {"name":"laptop","scopes":["mcp"]}`); err != nil {
+		return err
 	}
 	for _, sc := range body.Scopes {
 		if !slices.Contains(keyScopes, sc) {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -47,8 +46,8 @@ type addMCPServerBody struct {
 
 func (s *Service) addMCPServer(c echo.Context) error {
 	var body addMCPServerBody
-	if err := json.NewDecoder(c.Request().Body).Decode(&body); err != nil {
-		return wire.Errorf(wire.InvalidArgument, "the body must be a JSON object with name and url")
+	if err := s.bindJSON(c, &body, "the body must be a JSON object with name and url"); err != nil {
+		return err
 	}
 	srv, err := s.mcp.Registry.AddServer(c.Request().Context(), &registry.ServerAddRequest{AccountID: principal(c).AccountID,
 		Name: body.Name, URL: body.URL, AccessToken: body.AccessToken, Headers: body.Headers, Enabled: body.Enabled,
@@ -63,8 +62,12 @@ func (s *Service) updateMCPServer(c echo.Context) error {
 	var body struct {
 		Enabled *bool `json:"enabled"`
 	}
-	if err := json.NewDecoder(c.Request().Body).Decode(&body); err != nil || body.Enabled == nil {
-		return wire.Errorf(wire.InvalidArgument, `the body must be {"enabled": true|false}`)
+	const usage = `the body must be {"enabled": true|false}`
+	if err := s.bindJSON(c, &body, usage); err != nil {
+		return err
+	}
+	if body.Enabled == nil {
+		return wire.Errorf(wire.InvalidArgument, usage)
 	}
 	srv, err := s.mcp.Registry.UpdateServer(c.Request().Context(), &registry.ServerUpdateRequest{AccountID: principal(c).AccountID,
 		Name: c.Param("name"), Enabled: *body.Enabled})

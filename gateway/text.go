@@ -1,18 +1,35 @@
 package gateway
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
+// bindJSON decodes a JSON request body of at most MAX_REQUEST_BYTES into
+// v and checks its text with checkJSONText. A body that does not decode is
+// invalid_argument with usage (what the body must look like); over the
+// limit is too_large (413).
+func (s *Service) bindJSON(c echo.Context, v any, usage string) error {
+	raw, err := readJSONBody(c.Response(), c.Request(), int64(s.opts.Config.MaxRequestBytes), "MAX_REQUEST_BYTES")
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return wire.Errorf(wire.InvalidArgument, "%s", usage)
+	}
+	return checkJSONText(raw)
+}
+
 // readJSONBody reads a request body of at most limit bytes (the caller
-// names the key that sets it) and checks its text with checkJSONText
-// once it is known to be JSON. Over the limit is too_large (413).
+// names the key that sets it). Over the limit is too_large (413).
 func readJSONBody(w http.ResponseWriter, r *http.Request, limit int64, key string) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var mbe *http.MaxBytesError
