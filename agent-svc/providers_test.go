@@ -108,18 +108,6 @@ func without(xs []string, x string) []string {
 	return out
 }
 
-func TestNormalizeAgent(t *testing.T) {
-	cases := map[string]string{"": "deep", "Deep": "deep", "BASE": "base", "Baseline": "base"}
-	for in, want := range cases {
-		if got, err := normalizeAgent(in, "deep"); err != nil || got != want {
-			t.Errorf("normalizeAgent(%q) = %q, %v; want %q", in, got, err, want)
-		}
-	}
-	if _, err := normalizeAgent("other", "deep"); !wire.IsCode(err, wire.InvalidArgument) {
-		t.Errorf("unknown agent: %v", err)
-	}
-}
-
 // Providers with different key names sit side by side, straight from
 // config: each resolves its own key, and a failure names the provider.
 func TestProvidersFromConfig(t *testing.T) {

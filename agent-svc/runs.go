@@ -21,19 +21,6 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// normalizeAgent maps the accepted spellings (SPEC §9) to deep or base.
-func normalizeAgent(a, def string) (string, error) {
-	switch strings.ToLower(strings.TrimSpace(a)) {
-	case "":
-		return normalizeAgent(def, agent.AgentDeep)
-	case "deep":
-		return agent.AgentDeep, nil
-	case "base", "baseline":
-		return agent.AgentBase, nil
-	}
-	return "", wire.Errorf(wire.InvalidArgument, "agent must be deep or base, not %q", a)
-}
-
 // start validates a turn, acknowledges it and runs it in the background;
 // its events go to req.Inbox.
 func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.StartResponse, error) {
@@ -46,7 +33,7 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	if strings.TrimSpace(req.Question) == "" {
 		return nil, wire.Errorf(wire.InvalidArgument, "question is empty")
 	}
-	kind, err := normalizeAgent(req.Agent, s.opts.Config.DefaultAgent)
+	kind, err := agent.Normalize(req.Agent, s.opts.Config.DefaultAgent)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -98,11 +97,8 @@ func (s *Service) chat(c echo.Context) error {
 // longer than the turn and at most 10 minutes. The user's own key never
 // leaves the gateway.
 func (s *Service) baseToken(ctx context.Context, req *agent.StartRequest) error {
-	a := strings.ToLower(strings.TrimSpace(req.Agent))
-	if a == "" {
-		a = s.opts.Config.DefaultAgent
-	}
-	if a != agent.AgentBase && a != "baseline" {
+	// agent-svc refuses an unknown agent; only a Base turn needs a token.
+	if a, err := agent.Normalize(req.Agent, s.opts.Config.DefaultAgent); err != nil || a != agent.AgentBase {
 		return nil
 	}
 	if req.SessionID == "" {
