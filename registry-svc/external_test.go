@@ -176,3 +176,27 @@ func toolList(tools []registry.Tool) []string {
 	}
 	return names
 }
+
+// An external tool's arguments pass the same object and UTF-8 check as our
+// own before they leave for its server (invalid UTF-8 once went through).
+func TestExternalArgsChecked(t *testing.T) {
+	for _, tc := range []struct {
+		args string
+		want string
+	}{
+		{"", "{}"}, {"null", "{}"}, {` {"q":"é"} `, `{"q":"é"}`},
+		{`[1]`, "must be a JSON object"}, {`"x"`, "must be a JSON object"},
+		{"{\"q\":\"\xff\"}", "not valid UTF-8"},
+	} {
+		got, err := objectArgs("notes__note", json.RawMessage(tc.args))
+		if err != nil {
+			if !wire.IsCode(err, wire.InvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("objectArgs(%q) = %v, want invalid_argument %q", tc.args, err, tc.want)
+			}
+			continue
+		}
+		if string(got) != tc.want {
+			t.Errorf("objectArgs(%q) = %s, want %s", tc.args, got, tc.want)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package registrysvc
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,7 +9,6 @@ import (
 	"sort"
 
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // externalFor returns the caller's external tools: none for an anonymous
@@ -75,16 +73,9 @@ func (r *Registry) externalTool(ctx context.Context, req *registry.CallRequest) 
 }
 
 // objectArgs is the argument check of external tools: their server
-// validates against its own schema, so the registry only requires an
-// object.
+// validates against its own schema, so the registry only requires a JSON
+// object in valid UTF-8.
 func objectArgs(tool string, args json.RawMessage) (json.RawMessage, error) {
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
-		return json.RawMessage("{}"), nil
-	}
-	var obj map[string]json.RawMessage
-	if args[0] != '{' || json.Unmarshal(args, &obj) != nil {
-		return nil, wire.Errorf(wire.InvalidArgument, "arguments of %s must be a JSON object", tool)
-	}
-	return args, nil
+	args, _, err := objectJSON(tool, args)
+	return args, err
 }
