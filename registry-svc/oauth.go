@@ -2,6 +2,7 @@ package registrysvc
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -171,7 +172,7 @@ func (h *serverHandlers) oauthCallback(ctx context.Context, req *registry.Server
 		return nil, err
 	}
 	if req.Error != "" || req.Code == "" {
-		return nil, wire.Errorf(wire.PermissionDenied, "the authorization server did not grant access (%s)", firstNonEmpty(req.Error, "no code"))
+		return nil, wire.Errorf(wire.PermissionDenied, "the authorization server did not grant access (%s)", cmp.Or(req.Error, "no code"))
 	}
 	o := m.Secrets.OAuth
 	tok, err := oauthConfig(o).Exchange(context.WithValue(ctx, oauth2.HTTPClient, h.x.oauthClient()), req.Code,
@@ -195,11 +196,4 @@ func (h *serverHandlers) oauthCallback(ctx context.Context, req *registry.Server
 	cancel()
 	m.Secrets = nil
 	return h.server(m), nil
-}
-
-func firstNonEmpty(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
