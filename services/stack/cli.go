@@ -117,17 +117,18 @@ func runServe(ctx context.Context, args []string, stderr io.Writer) error {
 	return env.Run(ctx, Build(env.Config, env.Log, env.Metrics, targets)...)
 }
 
-// adminClient connects to NATS_URL for the account, key and data commands.
-func adminClient(path string, stderr io.Writer) (*wire.Client, func(), error) {
+// adminClient loads the configuration and connects to NATS_URL for the
+// account, key, data and mcp commands.
+func adminClient(path string, stderr io.Writer) (*wire.Client, *conf.Config, func(), error) {
 	env, err := boot.Load(path, stderr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	nc, err := cliConn(env.Config, "mirobody-cli", env.Log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return wire.NewClient(wire.ClientOptions{Conn: nc, DefaultTimeout: 10 * time.Second}), nc.Close, nil
+	return wire.NewClient(wire.ClientOptions{Conn: nc, DefaultTimeout: 10 * time.Second}), env.Config, nc.Close, nil
 }
 
 // cliConn connects as the cli identity: its seed in NATS_CREDS_DIR, else
@@ -175,7 +176,7 @@ func runAccount(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *email == "" {
 		return fmt.Errorf("--email is required")
 	}
-	c, closeFn, err := adminClient(*path, stderr)
+	c, _, closeFn, err := adminClient(*path, stderr)
 	if err != nil {
 		return err
 	}
@@ -204,7 +205,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *account == "" {
 		return fmt.Errorf("--account is required")
 	}
-	c, closeFn, err := adminClient(*path, stderr)
+	c, _, closeFn, err := adminClient(*path, stderr)
 	if err != nil {
 		return err
 	}

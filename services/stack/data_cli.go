@@ -37,7 +37,7 @@ func runData(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case args[0] == "delete" && *kind != vfs.KindHealth && *kind != vfs.KindGenetic:
 		return fmt.Errorf("--kind must be health or genetic")
 	}
-	c, closeFn, err := adminClient(*path, stderr)
+	c, _, closeFn, err := adminClient(*path, stderr)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/mirobody/mirobody-go/services/boot"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/vfs"
 )
@@ -67,7 +66,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		token = strings.TrimSpace(string(b))
 	}
-	c, closeFn, err := adminClient(*path, stderr)
+	c, cfg, closeFn, err := adminClient(*path, stderr)
 	if err != nil {
 		return err
 	}
@@ -82,11 +81,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		enabled := !*disabled
 		req := &registry.ServerAddRequest{AccountID: a.ID, Name: *name, URL: *url, AccessToken: token, Headers: headers, Enabled: &enabled}
 		if *oauth {
-			env, err := boot.Load(*path, io.Discard)
-			if err != nil {
-				return err
-			}
-			req.Auth, req.RedirectURI = registry.AuthOAuth, strings.TrimRight(env.Config.MCPPublicURL, "/")+registry.OAuthCallbackPath
+			req.Auth, req.RedirectURI = registry.AuthOAuth, strings.TrimRight(cfg.MCPPublicURL, "/")+registry.OAuthCallbackPath
 		}
 		s, err := reg.AddServer(ctx, req)
 		if err != nil {
