@@ -104,7 +104,8 @@ func (s *Service) baseToken(ctx context.Context, req *agent.StartRequest) error 
 	if req.SessionID == "" {
 		req.SessionID = uuid.NewString()
 	}
-	ttl := min(agentTokenMaxTTL, time.Duration(s.opts.Config.TurnTimeoutS)*time.Second)
+	// mintAgentToken caps the lifetime at agentTokenMaxTTL.
+	ttl := time.Duration(s.opts.Config.TurnTimeoutS) * time.Second
 	tok, err := s.mintAgentToken(ctx, &agentTokenRequest{AccountID: req.AccountID, SessionID: req.SessionID, Agent: agent.AgentBase, TTL: ttl})
 	if err != nil {
 		return fmt.Errorf("minting the Base agent's MCP token: %w", err)
