@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -99,15 +98,9 @@ func (m *mcpServer) call(ctx context.Context, q *request, msg *rpcMessage, progr
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
 		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: tools/call needs a tool name")
 	}
-	args := bytes.TrimSpace(p.Arguments)
-	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
-		args = json.RawMessage("{}")
-	} else if args[0] != '{' {
-		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: arguments must be an object")
-	} else if !utf8.Valid(args) {
-		// JSON text is UTF-8 (RFC 8259); encoding/json lets other bytes
-		// through, and no tool could read them.
-		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: arguments are not valid UTF-8")
+	args, err := registry.Arguments(p.Name, p.Arguments)
+	if err != nil {
+		return nil, m.registryError(ctx, err)
 	}
 	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: callID(q, msg.ID), Meta: p.Meta}
 	if progress != nil {

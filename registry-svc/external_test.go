@@ -188,15 +188,15 @@ func TestExternalArgsChecked(t *testing.T) {
 		{`[1]`, "must be a JSON object"}, {`"x"`, "must be a JSON object"},
 		{"{\"q\":\"\xff\"}", "not valid UTF-8"},
 	} {
-		got, err := objectArgs("notes__note", json.RawMessage(tc.args))
+		got, err := registry.Arguments("notes__note", json.RawMessage(tc.args))
 		if err != nil {
 			if !wire.IsCode(err, wire.InvalidArgument) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("objectArgs(%q) = %v, want invalid_argument %q", tc.args, err, tc.want)
+				t.Errorf("registry.Arguments(%q) = %v, want invalid_argument %q", tc.args, err, tc.want)
 			}
 			continue
 		}
 		if string(got) != tc.want {
-			t.Errorf("objectArgs(%q) = %s, want %s", tc.args, got, tc.want)
+			t.Errorf("registry.Arguments(%q) = %s, want %s", tc.args, got, tc.want)
 		}
 	}
 }

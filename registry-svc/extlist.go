@@ -71,11 +71,3 @@ func (r *Registry) externalTool(ctx context.Context, req *registry.CallRequest) 
 	}
 	return nil
 }
-
-// objectArgs is the argument check of external tools: their server
-// validates against its own schema, so the registry only requires a JSON
-// object in valid UTF-8.
-func objectArgs(tool string, args json.RawMessage) (json.RawMessage, error) {
-	args, _, err := objectJSON(tool, args)
-	return args, err
-}

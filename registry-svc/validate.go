@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -65,9 +65,13 @@ func newValidator(name string, raw json.RawMessage) (*validator, error) {
 // check validates args (nil or a JSON object) and returns them as a JSON
 // object. Every failure is invalid_argument with a message a model can act on.
 func (v *validator) check(tool string, args json.RawMessage) (json.RawMessage, error) {
-	args, obj, err := objectJSON(tool, args)
+	args, err := registry.Arguments(tool, args)
 	if err != nil {
 		return nil, err
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil {
+		return nil, fmt.Errorf("decoding the arguments of %s: %w", tool, err)
 	}
 	if _, ok := obj["user_info"]; ok {
 		return nil, wire.Errorf(wire.InvalidArgument, "argument user_info of %s is supplied by the server and cannot be passed; accepted arguments: %s", tool, v.acceptedList()).
@@ -149,24 +153,4 @@ func describeErrors(verr *jsonschema.ValidationError) string {
 		return verr.Error()
 	}
 	return strings.Join(parts, "; ")
-}
-
-// objectJSON is the check every tool's arguments pass, ours and external
-// ones alike: nil or null means {}, anything else must be a JSON object in
-// valid UTF-8. It returns the arguments and their top-level keys.
-func objectJSON(tool string, args json.RawMessage) (json.RawMessage, map[string]json.RawMessage, error) {
-	args = bytes.TrimSpace(args)
-	if len(args) == 0 || bytes.Equal(args, []byte("null")) {
-		args = json.RawMessage("{}")
-	}
-	var obj map[string]json.RawMessage
-	if args[0] != '{' || json.Unmarshal(args, &obj) != nil {
-		return nil, nil, wire.Errorf(wire.InvalidArgument, "arguments of %s must be a JSON object", tool)
-	}
-	// encoding/json lets invalid UTF-8 through (as U+FFFD when decoded):
-	// a tool would see other text than was sent, and Python none at all.
-	if !utf8.Valid(args) {
-		return nil, nil, wire.Errorf(wire.InvalidArgument, "arguments of %s are not valid UTF-8", tool)
-	}
-	return args, obj, nil
 }

@@ -19,7 +19,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -397,8 +396,9 @@ func (p *Pool) pick(ctx context.Context) (*worker, error) {
 func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, userInfo any, progress ProgressFunc) (*registry.CallResponse, error) {
 	// Python reads the protocol as UTF-8: other bytes could never be
 	// decoded into the tool's arguments.
-	if !utf8.Valid(args) {
-		return nil, wire.Errorf(wire.InvalidArgument, "the arguments of %s are not valid UTF-8", name)
+	args, err := registry.Arguments(name, args)
+	if err != nil {
+		return nil, err
 	}
 	if !p.enter() {
 		return nil, ErrClosed
