@@ -83,10 +83,12 @@ func (p *policy) profile(agent string) string {
 	return a
 }
 
-// listEncoded is the registry.tools.list handler: List's answer, encoded
-// once per snapshot and key and then served as bytes, because encoding the
-// reply (hundreds of KB for a thousand tools) is almost all of the cost. A
-// caller that sends the answer's ETag gets a short "not modified" reply.
+// listEncoded is the registry.tools.list handler, the one path that lists:
+// the tools visible to the caller, sorted by name, with its external tools
+// merged in (listExternal). The registry's own answer is encoded once per
+// snapshot and key and then served as bytes, because encoding the reply
+// (hundreds of KB for a thousand tools) is almost all of the cost. A caller
+// that sends the answer's ETag gets a short "not modified" reply.
 func (r *Registry) listEncoded(ctx context.Context, req *registry.ListRequest) (*encodedList, error) {
 	s := r.current()
 	kinds := r.callerKinds(ctx, req.Caller, s.sorted)

@@ -146,18 +146,6 @@ func (r *Registry) swap(s *snapshot) *snapshot {
 	return old
 }
 
-// List returns the tools visible to the caller, sorted by name. The NATS
-// endpoint serves the same answer pre-encoded (listEncoded).
-func (r *Registry) List(ctx context.Context, req *registry.ListRequest) (*registry.ListResponse, error) {
-	s := r.current()
-	kinds := r.callerKinds(ctx, req.Caller, s.sorted)
-	resp := r.listFor(s, req.Caller, kinds)
-	if ext := r.externalFor(ctx, req.Caller, req.Servers); len(ext.tools) > 0 {
-		resp.Tools = r.mergeExternal(s, req.Caller, resp.Tools, ext)
-	}
-	return resp, nil
-}
-
 // listFor applies the policy to every tool of s for c with data kinds kinds.
 func (r *Registry) listFor(s *snapshot, c registry.Caller, kinds map[string]bool) *registry.ListResponse {
 	out := make([]registry.Tool, 0, len(s.sorted))
