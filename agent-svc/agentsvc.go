@@ -49,8 +49,8 @@ type Service struct {
 
 	// providers and agents map deep and base to their providers and to
 	// the agent running their turns.
-	providers map[string]*providerSet
-	agents    map[string]turn.Agent
+	providers map[agent.Name]*providerSet
+	agents    map[agent.Name]turn.Agent
 	sessions  *vfs.Sessions
 	repl      *jsrepl.Store
 	scripted  *scripted.Server
@@ -85,7 +85,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("PROMPT_BASE: %w", err)
 	}
-	s.providers = map[string]*providerSet{agent.AgentDeep: newProviderSet(cfg, agent.AgentDeep, cfg.ProvidersDeep),
+	s.providers = map[agent.Name]*providerSet{agent.AgentDeep: newProviderSet(cfg, agent.AgentDeep, cfg.ProvidersDeep),
 		agent.AgentBase: newProviderSet(cfg, agent.AgentBase, cfg.ProvidersBase)}
 	if cfg.Provider == ScriptedProvider {
 		srv, err := scripted.Listen("127.0.0.1:0", scripted.Demo)
@@ -118,7 +118,7 @@ func (s *Service) Start(ctx context.Context) error {
 	for k, v := range cfg.SubagentsDeep {
 		subagents[k] = deep.Subagent{Description: v.Description, Prompt: v.Prompt}
 	}
-	s.agents = map[string]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: vfs.NewFS(n.Client), REPL: s.repl, Prompt: prompt,
+	s.agents = map[agent.Name]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: vfs.NewFS(n.Client), REPL: s.repl, Prompt: prompt,
 		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens, Log: s.log}),
 		agent.AgentBase: base.New(base.Options{MCPURL: mcpURL(cfg), Prompt: basePrompt, MaxSteps: cfg.MaxSteps, MaxResultChars: cfg.EvictChars, Log: s.log})}
 	if err := s.register(); err != nil {

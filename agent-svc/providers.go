@@ -20,7 +20,7 @@ import (
 const ScriptedProvider = "scripted"
 
 // defaultProviders apply when PROVIDERS_DEEP or PROVIDERS_BASE is empty.
-var defaultProviders = map[string]map[string]conf.Provider{
+var defaultProviders = map[agent.Name]map[string]conf.Provider{
 	agent.AgentDeep: {
 		"openai":    {Type: "openai", Model: "gpt-4.1-mini", APIKey: "OPENAI_API_KEY"},
 		"anthropic": {Type: "anthropic", Model: "claude-sonnet-4-5", APIKey: "ANTHROPIC_API_KEY"},
@@ -34,7 +34,7 @@ var defaultProviders = map[string]map[string]conf.Provider{
 // providerSet resolves a turn's provider for one agent (SPEC §9).
 type providerSet struct {
 	// agent is deep or base: what the providers are built for.
-	agent   string
+	agent   agent.Name
 	entries map[string]conf.Provider
 	// order is the default preference: names sorted, since a YAML
 	// mapping's order does not survive decoding.
@@ -44,7 +44,7 @@ type providerSet struct {
 	retries  int
 }
 
-func newProviderSet(cfg *conf.Config, agentName string, entries map[string]conf.Provider) *providerSet {
+func newProviderSet(cfg *conf.Config, agentName agent.Name, entries map[string]conf.Provider) *providerSet {
 	if len(entries) == 0 {
 		entries = defaultProviders[agentName]
 	}

@@ -28,7 +28,7 @@ func TestProviderResolve(t *testing.T) {
 	}
 	cases := []struct {
 		name      string
-		agent     string
+		agent     agent.Name
 		entries   map[string]conf.Provider
 		openai    string
 		anthropic string

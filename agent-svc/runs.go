@@ -136,7 +136,7 @@ type turnRun struct {
 	sessionID string
 	// history is the session's model messages, loaded before the ack.
 	history   []llm.Message
-	kind      string
+	kind      agent.Name
 	provider  *resolved
 	heartbeat time.Duration
 
@@ -231,7 +231,7 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	stop := context.AfterFunc(r.s.halted, cancel)
 	defer stop()
 	_, err = r.s.sessions.Save(saveCtx, &vfs.SessionSaveRequest{AccountID: r.req.AccountID, SessionID: r.sessionID, Title: r.req.Question,
-		Agent: r.kind, Messages: msgs, Turn: vfs.Turn{Question: r.req.Question, Answer: out.Answer, Finish: out.Finish, Events: events}})
+		Agent: string(r.kind), Messages: msgs, Turn: vfs.Turn{Question: r.req.Question, Answer: out.Answer, Finish: out.Finish, Events: events}})
 	if err != nil {
 		log.Error("saving the session failed", "err", err)
 		msg := "the conversation could not be saved"

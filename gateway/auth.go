@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/vfs"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -16,9 +17,9 @@ type Principal struct {
 	AccountID string
 	KeyID     string
 	Scopes    []string
-	// Agent is the visibility profile named by an agent's token ("" for
-	// plain clients, SPEC §8).
-	Agent string
+	// Agent is the visibility profile named by an agent's token
+	// (agent.AgentNone for plain clients, SPEC §8).
+	Agent agent.Name
 }
 
 const principalKey = "mirobody.principal"

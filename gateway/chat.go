@@ -28,7 +28,7 @@ type chatRequest struct {
 	Language  string `json:"language"`
 	Timezone  string `json:"timezone"`
 	// MCPServers are external MCP servers for this turn only (SPEC §7).
-	MCPServers []registry.ServerSpec `json:"mcp_servers"`
+	MCPServers []agent.ServerSpec `json:"mcp_servers"`
 }
 
 // chat answers POST /api/chat with the turn's events as Server-Sent
@@ -119,7 +119,7 @@ const maxTurnServers = 8
 
 // checkTurnServers rejects a malformed mcp_servers list; registry-svc
 // applies the SSRF policy when it connects.
-func checkTurnServers(servers []registry.ServerSpec) error {
+func checkTurnServers(servers []agent.ServerSpec) error {
 	if len(servers) > maxTurnServers {
 		return wire.Errorf(wire.InvalidArgument, "mcp_servers holds at most %d servers", maxTurnServers)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -25,18 +25,15 @@ const (
 	clockSkew = 30 * time.Second
 )
 
-// agentProfiles maps the agent claim of a token to the visibility profile
-// it selects (SPEC §8).
-var agentProfiles = map[string]string{"base": registry.AgentBase, "deep": registry.AgentDeep}
-
 // accessClaims are the claims of an RFC 9068 JWT access token.
 type accessClaims struct {
 	jwt.RegisteredClaims
 	Scope    string `json:"scope"`
 	ClientID string `json:"client_id"`
-	// Agent and SessionID are set on tokens minted for an agent's turn.
-	Agent     string `json:"agent,omitempty"`
-	SessionID string `json:"sid,omitempty"`
+	// Agent and SessionID are set on tokens minted for an agent's turn;
+	// Agent selects that agent's visibility profile (SPEC §8).
+	Agent     agent.Name `json:"agent,omitempty"`
+	SessionID string     `json:"sid,omitempty"`
 	// Grant is the refresh family the token came from, so that revoking
 	// the access token revokes its grant too.
 	Grant string `json:"gid,omitempty"`
@@ -119,12 +116,11 @@ func (ti *tokenIssuer) verify(ctx context.Context, token string) (*Principal, er
 		return nil, err
 	}
 	p := &Principal{AccountID: c.Subject, Scopes: strings.Fields(c.Scope)}
-	if c.Agent != "" {
-		profile, ok := agentProfiles[c.Agent]
-		if !ok {
+	if c.Agent != agent.AgentNone {
+		if !c.Agent.Valid() {
 			return nil, wire.Errorf(wire.Unauthenticated, "invalid token")
 		}
-		p.Agent = profile
+		p.Agent = c.Agent
 	}
 	return p, nil
 }
@@ -132,7 +128,8 @@ func (ti *tokenIssuer) verify(ctx context.Context, token string) (*Principal, er
 // agentTokenRequest asks for a token an agent's provider uses to reach
 // /mcp on behalf of one chat turn (CONTRACTS "Tokens").
 type agentTokenRequest struct {
-	AccountID, SessionID, Agent string
+	AccountID, SessionID string
+	Agent                agent.Name
 	// TTL is capped at agentTokenMaxTTL; 0 means the cap.
 	TTL time.Duration
 }
@@ -140,8 +137,7 @@ type agentTokenRequest struct {
 // mintAgentToken returns a short-lived JWT for /mcp whose agent claim
 // selects that agent's tool visibility (SPEC §8).
 func (s *Service) mintAgentToken(ctx context.Context, req *agentTokenRequest) (string, error) {
-	agent := strings.ToLower(req.Agent)
-	if _, ok := agentProfiles[agent]; !ok {
+	if !req.Agent.Valid() {
 		return "", fmt.Errorf("minting an agent token: unknown agent %q", req.Agent)
 	}
 	if req.AccountID == "" {
@@ -153,6 +149,6 @@ func (s *Service) mintAgentToken(ctx context.Context, req *agentTokenRequest) (s
 	}
 	return s.tokens.mint(ctx, accessClaims{
 		RegisteredClaims: jwt.RegisteredClaims{Subject: req.AccountID, Audience: jwt.ClaimStrings{s.tokens.resource}},
-		Scope:            "mcp", ClientID: agentClientID, Agent: agent, SessionID: req.SessionID,
+		Scope:            "mcp", ClientID: agentClientID, Agent: req.Agent, SessionID: req.SessionID,
 	}, ttl)
 }

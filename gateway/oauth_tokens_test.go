@@ -12,7 +12,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/agent"
 )
 
 // TestOAuthAgentToken checks the token issuer of CONTRACTS "Tokens": an
@@ -34,8 +34,8 @@ func TestOAuthAgentToken(t *testing.T) {
 	f.mu.Lock()
 	last := f.calls[len(f.calls)-1]
 	f.mu.Unlock()
-	if last.Caller.Agent != registry.AgentBase || last.Caller.AccountID != acct {
-		t.Errorf("caller = %+v, want agent BASE for %s", last.Caller, acct)
+	if last.Caller.Agent != agent.AgentBase || last.Caller.AccountID != acct {
+		t.Errorf("caller = %+v, want agent base for %s", last.Caller, acct)
 	}
 
 	// The token is what CONTRACTS "Tokens" promises, and the JWKS verifies it.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/ssrf"
 	"github.com/mirobody/mirobody-go/services/vfs"
@@ -84,7 +85,7 @@ type extSet struct {
 // toolsFor returns the tools of the account's enabled servers and of the
 // turn's servers, each server listed in parallel with its own timeout: a
 // server that fails is left out (and backs off), the others remain.
-func (x *external) toolsFor(ctx context.Context, account string, turn []registry.ServerSpec) extSet {
+func (x *external) toolsFor(ctx context.Context, account string, turn []agent.ServerSpec) extSet {
 	specs := x.config(ctx, account)
 	conns := make([]*extConn, 0, len(specs)+len(turn))
 	taken := map[string]bool{}

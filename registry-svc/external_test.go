@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/ssrf"
@@ -87,7 +88,7 @@ func TestExternalTurnServersBothEras(t *testing.T) {
 	}{{"legacy", "2025-06-18", false}, {"modern", "2026-07-28", true}} {
 		t.Run(era.name, func(t *testing.T) {
 			srv := echoServer(t, servicetest.MCPServerOptions{Versions: []string{era.version}, Stateless: era.stateless, Token: "turn-token"})
-			turn := []registry.ServerSpec{{Name: "ext", URL: srv.URL, AccessToken: "turn-token"}}
+			turn := []agent.ServerSpec{{Name: "ext", URL: srv.URL, AccessToken: "turn-token"}}
 			ctx := context.Background()
 			list, err := e.client.List(ctx, &registry.ListRequest{Caller: alice, Servers: turn})
 			if err != nil {
@@ -142,7 +143,7 @@ func TestExternalTurnServerDown(t *testing.T) {
 		}
 	}))
 	t.Cleanup(func() { close(release); hang.Close() })
-	turn := []registry.ServerSpec{{Name: "up", URL: up.URL}, {Name: "down", URL: down.URL}, {Name: "hang", URL: hang.URL}}
+	turn := []agent.ServerSpec{{Name: "up", URL: up.URL}, {Name: "down", URL: down.URL}, {Name: "hang", URL: hang.URL}}
 	ctx := context.Background()
 	start := time.Now()
 	list, err := e.client.List(ctx, &registry.ListRequest{Caller: alice, Servers: turn})

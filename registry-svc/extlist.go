@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 )
 
 // externalFor returns the caller's external tools: none for an anonymous
 // caller, whose list must not depend on anyone's servers.
-func (r *Registry) externalFor(ctx context.Context, c registry.Caller, turn []registry.ServerSpec) extSet {
+func (r *Registry) externalFor(ctx context.Context, c registry.Caller, turn []agent.ServerSpec) extSet {
 	if r.ext == nil || c.Anonymous() {
 		return extSet{}
 	}

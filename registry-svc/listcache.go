@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 )
 
@@ -55,9 +56,9 @@ func newListCache(entries []*entry) *listCache {
 
 // key names the list reply for an agent profile and the caller's data kinds
 // (nil: unknown, so every gated tool is listed).
-func (c *listCache) key(agent string, kinds map[string]bool) string {
+func (c *listCache) key(profile agent.Name, kinds map[string]bool) string {
 	var b strings.Builder
-	b.WriteString(agent)
+	b.WriteString(string(profile))
 	if kinds == nil {
 		b.WriteString("|*")
 		return b.String()
@@ -72,13 +73,9 @@ func (c *listCache) key(agent string, kinds map[string]bool) string {
 
 // profile is the caller's agent name as the policy sees it: agents without
 // allow or deny lists behave like no agent, so they share its replies.
-func (p *policy) profile(agent string) string {
-	if agent == registry.AgentNone {
-		return ""
-	}
-	a := strings.ToUpper(agent)
+func (p *policy) profile(a agent.Name) agent.Name {
 	if len(p.vis.Allowed[a]) == 0 && len(p.vis.Disallowed[a]) == 0 {
-		return ""
+		return agent.AgentNone
 	}
 	return a
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -34,8 +35,8 @@ func TestListETag(t *testing.T) {
 		{"same caller, same etag", alice, full.ETag, true},
 		{"another account with the same answer", bob, full.ETag, true},
 		{"stale etag", alice, "0000", false},
-		{"another visibility profile", registry.Caller{AccountID: "acct-alice", Agent: registry.AgentDeep}, full.ETag, false},
-		{"an agent without lists shares the default answer", registry.Caller{AccountID: "acct-alice", Agent: registry.AgentBase}, full.ETag, true},
+		{"another visibility profile", registry.Caller{AccountID: "acct-alice", Agent: agent.AgentDeep}, full.ETag, false},
+		{"an agent without lists shares the default answer", registry.Caller{AccountID: "acct-alice", Agent: agent.AgentBase}, full.ETag, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/vfs"
 )
@@ -27,8 +27,8 @@ const (
 
 // Visibility holds the per-agent allow and deny lists (SPEC §8).
 type Visibility struct {
-	Allowed    map[string][]string // agent name -> whitelist
-	Disallowed map[string][]string // agent name -> blacklist
+	Allowed    map[agent.Name][]string // agent -> whitelist
+	Disallowed map[agent.Name][]string // agent -> blacklist
 }
 
 // policy decides list and call alike, so a tool that is not listed cannot
@@ -42,12 +42,11 @@ type policy struct {
 // wins), then data gating for authenticated callers. kinds is the caller's
 // data kinds, or nil when unknown (anonymous, or the probe failed).
 func (p *policy) decide(c registry.Caller, name, requires string, kinds map[string]bool) decision {
-	if c.Agent != registry.AgentNone {
-		agent := strings.ToUpper(c.Agent)
-		if allow := p.vis.Allowed[agent]; len(allow) > 0 && !slices.Contains(allow, name) {
+	if c.Agent != agent.AgentNone {
+		if allow := p.vis.Allowed[c.Agent]; len(allow) > 0 && !slices.Contains(allow, name) {
 			return hidden
 		}
-		if slices.Contains(p.vis.Disallowed[agent], name) {
+		if slices.Contains(p.vis.Disallowed[c.Agent], name) {
 			return hidden
 		}
 	}

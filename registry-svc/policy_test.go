@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs"
@@ -44,8 +45,8 @@ func TestVisibility(t *testing.T) {
 				}
 				return out
 			}
-			deep := registry.Caller{AccountID: "a", Agent: registry.AgentDeep}
-			base := registry.Caller{AccountID: "a", Agent: registry.AgentBase}
+			deep := registry.Caller{AccountID: "a", Agent: agent.AgentDeep}
+			base := registry.Caller{AccountID: "a", Agent: agent.AgentBase}
 			if got := pick(e.names(t, deep)); !slices.Equal(got, tt.deep) {
 				t.Errorf("DEEP sees %v, want %v", got, tt.deep)
 			}

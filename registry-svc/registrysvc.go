@@ -19,6 +19,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/registry-svc/internal/builtin"
 	"github.com/mirobody/mirobody-go/registry-svc/internal/pyhost"
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
 	"github.com/mirobody/mirobody-go/services/registry"
@@ -97,8 +98,8 @@ func (s *Service) Start(ctx context.Context) error {
 		cancels: map[callKey]context.CancelCauseFunc{},
 		deps:    &builtin.Deps{Client: n.Client, Log: s.log, SkillDirs: cfg.SkillDirs},
 		policy: &policy{kinds: newKindsCache(vfs.NewData(n.Client), s.log), vis: Visibility{
-			Allowed:    map[string][]string{registry.AgentDeep: cfg.AllowedToolsDeep, registry.AgentBase: cfg.AllowedToolsBase},
-			Disallowed: map[string][]string{registry.AgentDeep: cfg.DisallowedToolsDeep, registry.AgentBase: cfg.DisallowedToolsBase},
+			Allowed:    map[agent.Name][]string{agent.AgentDeep: cfg.AllowedToolsDeep, agent.AgentBase: cfg.AllowedToolsBase},
+			Disallowed: map[agent.Name][]string{agent.AgentDeep: cfg.DisallowedToolsDeep, agent.AgentBase: cfg.DisallowedToolsBase},
 		}},
 	}
 	guard := &ssrf.Guard{AllowPrivate: cfg.MCPClientAllowPriv}

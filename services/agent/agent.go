@@ -7,8 +7,6 @@ package agent
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/mirobody/mirobody-go/services/registry"
 )
 
 // Subjects of agent-svc.
@@ -25,12 +23,6 @@ const (
 	EventSessionDeleted = "events.agent.session_deleted"
 )
 
-// Agents a turn may pick (SPEC §9).
-const (
-	AgentDeep = "deep"
-	AgentBase = "base"
-)
-
 // DefaultHeartbeat is how often a run emits a heartbeat event.
 const DefaultHeartbeat = 2 * time.Second
 
@@ -44,11 +36,12 @@ type StartRequest struct {
 	// SessionID continues a session; empty starts a new one.
 	SessionID string `json:"session_id,omitempty"`
 	Question  string `json:"question"`
-	Agent     string `json:"agent,omitempty"`
-	Provider  string `json:"provider,omitempty"`
-	Model     string `json:"model,omitempty"`
-	Language  string `json:"language,omitempty"`
-	Timezone  string `json:"timezone,omitempty"`
+	// Agent is the turn's agent as the user spelled it; Normalize reads it.
+	Agent    string `json:"agent,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Language string `json:"language,omitempty"`
+	Timezone string `json:"timezone,omitempty"`
 	// HeartbeatMS overrides the heartbeat interval (tests use it).
 	HeartbeatMS int `json:"heartbeat_ms,omitempty"`
 	// MCPToken is the short-lived access token (agent base, bound to the
@@ -60,7 +53,17 @@ type StartRequest struct {
 	// request's mcp_servers): the agent's tool set includes their tools,
 	// through registry-svc. Their tokens travel only inside NATS and are
 	// never logged.
-	MCPServers []registry.ServerSpec `json:"mcp_servers,omitempty"`
+	MCPServers []ServerSpec `json:"mcp_servers,omitempty"`
+}
+
+// ServerSpec is a server given for one chat turn only (the chat request's
+// mcp_servers): the gateway checks it, agent-svc passes it to registry-svc
+// with every list and call of the turn. AccessToken travels only inside
+// NATS and is never logged.
+type ServerSpec struct {
+	Name        string `json:"name"`
+	URL         string `json:"url"`
+	AccessToken string `json:"access_token,omitempty"`
 }
 
 // StartResponse acknowledges a run.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -24,19 +25,13 @@ const (
 	EventChanged = "events.registry.changed"
 )
 
-// Agent names for visibility (SPEC §8).
-const (
-	AgentNone = ""
-	AgentDeep = "DEEP"
-	AgentBase = "BASE"
-)
-
 // Caller identifies who lists or calls. An empty AccountID is anonymous.
 type Caller struct {
 	AccountID string `json:"account_id,omitempty"`
 	SessionID string `json:"session_id,omitempty"`
-	// Agent is the visibility profile: "", DEEP or BASE.
-	Agent string `json:"agent,omitempty"`
+	// Agent is the visibility profile: whose allow and deny lists apply
+	// (agent.AgentNone for a plain MCP client).
+	Agent agent.Name `json:"agent,omitempty"`
 }
 
 // Anonymous reports whether no account is identified.
@@ -68,7 +63,7 @@ type ListRequest struct {
 	// Servers are external MCP servers for this request only (a chat
 	// turn's mcp_servers); their tools are listed as <name>__<tool>. Such
 	// a list is never cached.
-	Servers []ServerSpec `json:"servers,omitempty"`
+	Servers []agent.ServerSpec `json:"servers,omitempty"`
 }
 
 // ListResponse is the visible tools, sorted by name.
@@ -95,7 +90,7 @@ type CallRequest struct {
 	// Meta is the request's MCP _meta, passed through (progress token).
 	Meta json.RawMessage `json:"_meta,omitempty"`
 	// Servers are the per-request servers the list had (ListRequest.Servers).
-	Servers []ServerSpec `json:"servers,omitempty"`
+	Servers []agent.ServerSpec `json:"servers,omitempty"`
 }
 
 // CallResponse is an MCP CallToolResult.
@@ -143,7 +138,10 @@ type Client struct {
 }
 
 // listKey is what a list answer depends on, on the caller's side.
-type listKey struct{ account, agent string }
+type listKey struct {
+	account string
+	agent   agent.Name
+}
 
 // maxCachedCallers bounds the callers remembered; when full the cache
 // starts over, which costs one full reply per caller.

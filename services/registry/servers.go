@@ -75,14 +75,6 @@ type Server struct {
 	AuthorizeURL string `json:"authorize_url,omitempty"`
 }
 
-// ServerSpec is a server given for one chat turn only (the chat request's
-// mcp_servers). AccessToken travels only inside NATS and is never logged.
-type ServerSpec struct {
-	Name        string `json:"name"`
-	URL         string `json:"url"`
-	AccessToken string `json:"access_token,omitempty"`
-}
-
 // ServerAddRequest adds a server to an account. Enabled nil means true.
 type ServerAddRequest struct {
 	AccountID   string            `json:"account_id"`

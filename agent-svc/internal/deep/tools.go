@@ -94,7 +94,7 @@ func (a *Agent) toolset(ctx context.Context, t *turn.Turn, top bool) ([]*tool, e
 }
 
 func caller(t *turn.Turn) registry.Caller {
-	return registry.Caller{AccountID: t.AccountID, SessionID: t.SessionID, Agent: registry.AgentDeep}
+	return registry.Caller{AccountID: t.AccountID, SessionID: t.SessionID, Agent: agent.AgentDeep}
 }
 
 func registryTool(rt registry.Tool) *tool {

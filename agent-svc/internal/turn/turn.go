@@ -10,7 +10,6 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
 	"github.com/mirobody/mirobody-go/services/agent"
-	"github.com/mirobody/mirobody-go/services/registry"
 )
 
 // Agent runs turns.
@@ -52,7 +51,7 @@ type Turn struct {
 	Emit func(agent.Event)
 	// MCPServers are the turn's own external MCP servers (the chat
 	// request's mcp_servers), passed to registry-svc on list and call.
-	MCPServers []registry.ServerSpec
+	MCPServers []agent.ServerSpec
 }
 
 // Outcome is how a turn ended.

@@ -1,0 +1,43 @@
+package agent
+
+import (
+	"strings"
+
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Name names an agent runtime. It picks who runs a chat turn and, in the
+// registry contract (registry.Caller), whose tool visibility lists apply
+// (ALLOWED_TOOLS_{NAME}; configuration keys spell the name upper case, the
+// value itself is always lower case). An agent's access token carries it as
+// its agent claim.
+type Name string
+
+// Agents (SPEC §8, §9).
+const (
+	// AgentNone is no agent: a plain MCP client, whom no agent's lists
+	// restrict.
+	AgentNone Name = ""
+	// AgentDeep runs the tool loop itself.
+	AgentDeep Name = "deep"
+	// AgentBase hands our /mcp to the LLM provider, which runs the loop.
+	AgentBase Name = "base"
+)
+
+// Valid reports whether n is an agent, in its one spelling.
+func (n Name) Valid() bool { return n == AgentDeep || n == AgentBase }
+
+// Normalize maps the accepted spellings of a turn's agent (SPEC §9: any
+// case, upstream's "Baseline" too) to AgentDeep or AgentBase; empty means
+// def (DEFAULT_AGENT). The gateway and agent-svc both decide by it.
+func Normalize(a, def string) (Name, error) {
+	switch strings.ToLower(strings.TrimSpace(a)) {
+	case "":
+		return Normalize(def, string(AgentDeep))
+	case "deep":
+		return AgentDeep, nil
+	case "base", "baseline":
+		return AgentBase, nil
+	}
+	return "", wire.Errorf(wire.InvalidArgument, "agent must be deep or base, not %q", a)
+}
