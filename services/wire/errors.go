@@ -1,6 +1,15 @@
 // Package wire is the typed request/reply layer every Mirobody service speaks
 // over NATS: the error envelope, the request headers (deadline, request id,
 // trace context), a client call helper and a handler adapter for nats.go micro.
+//
+// Statistics: micro counts an endpoint's requests, errors and processing
+// time around its message callback, and Handle's callback only hands the
+// request to a goroutine and returns, so that one endpoint serves many
+// requests at once. micro's top-level per-endpoint fields in $SRV.STATS
+// (`nats micro stats`) therefore count requests but show no errors and
+// about 0 ms, and micro offers no way to set them from outside. wire keeps
+// its own account of every endpoint and serves it as that endpoint's stats
+// data (EndpointStats): read the numbers there. See design.md.
 package wire
 
 import (

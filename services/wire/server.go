@@ -55,6 +55,7 @@ type Service struct {
 	prop    propagation.TextMapPropagator
 	maxConc int
 	metrics *Metrics
+	stats   *endpointStats
 	wg      sync.WaitGroup
 }
 
@@ -95,11 +96,15 @@ func NewService(nc *nats.Conn, opts ServiceOptions) (*Service, error) {
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 256
 	}
+	stats := newEndpointStats()
 	ms, err := micro.AddService(nc, micro.Config{
 		Name:        opts.Name,
 		Version:     opts.Version,
 		Description: opts.Description,
 		QueueGroup:  opts.Name,
+		// Handlers answer from their own goroutine, out of micro's sight:
+		// only wire knows their errors and times (see the package doc).
+		StatsHandler: stats.data,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("adding micro service %s: %w", opts.Name, err)
@@ -115,6 +120,7 @@ func NewService(nc *nats.Conn, opts ServiceOptions) (*Service, error) {
 		prop:    propagation.TraceContext{},
 		maxConc: opts.MaxConcurrent,
 		metrics: opts.Metrics,
+		stats:   stats,
 	}
 	sys := s.Group("sys")
 	if err := Handle(sys, "ping", s.ping); err != nil {
@@ -218,26 +224,33 @@ func serve[Req, Resp any](s *Service, r micro.Request, h func(context.Context, *
 	defer span.End()
 
 	start := time.Now()
-	resp, err := invoke(ctx, r, h)
-	if err != nil {
-		werr := s.toWire(ctx, r.Subject(), err)
-		s.metrics.observe(s.name, r.Subject(), werr.Code, time.Since(start))
+	body, werr := handle(ctx, s, r, h)
+	// Accounted before the reply leaves, so a caller that has its answer
+	// finds it in the stats.
+	s.observe(r.Subject(), werr, time.Since(start))
+	if werr != nil {
 		span.SetStatus(codes.Error, string(werr.Code))
 		s.reply(ctx, r, werr)
 		return
 	}
-	s.metrics.observe(s.name, r.Subject(), "", time.Since(start))
+	s.publish(ctx, r, &nats.Msg{Data: body})
+}
+
+// handle runs h on r and returns the encoded reply, or the error to answer.
+func handle[Req, Resp any](ctx context.Context, s *Service, r micro.Request, h func(context.Context, *Req) (*Resp, error)) ([]byte, *Error) {
+	resp, err := invoke(ctx, r, h)
+	if err != nil {
+		return nil, s.toWire(ctx, r.Subject(), err)
+	}
 	if pre, ok := any(resp).(Preencoded); ok {
-		s.publish(ctx, r, &nats.Msg{Data: pre.PreencodedJSON()})
-		return
+		return pre.PreencodedJSON(), nil
 	}
 	body, err := json.Marshal(resp)
 	if err != nil {
 		s.log.ErrorContext(ctx, "encoding reply failed", "subject", r.Subject(), "request_id", RequestID(ctx), "err", err)
-		s.reply(ctx, r, &Error{Code: Internal, Message: errInternal.Error()})
-		return
+		return nil, &Error{Code: Internal, Message: errInternal.Error()}
 	}
-	s.publish(ctx, r, &nats.Msg{Data: body})
+	return body, nil
 }
 
 // reply sends werr as an error reply, with micro's error headers so that
