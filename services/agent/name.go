@@ -13,7 +13,7 @@ import (
 // its agent claim.
 type Name string
 
-// Agents (SPEC §8, §9).
+// The agents; AgentNone is a caller that is none of them.
 const (
 	// AgentNone is no agent: a plain MCP client, whom no agent's lists
 	// restrict.
