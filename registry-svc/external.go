@@ -1,6 +1,7 @@
 package registrysvc
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -43,6 +44,9 @@ type external struct {
 	pub       *wire.Client
 	transport http.RoundTripper
 	refresh   time.Duration
+	maxBytes  int // EXTERNAL_MAX_RESULT_BYTES
+	maxTools  int // EXTERNAL_MAX_TOOLS
+	announcer *coalescer
 
 	mu       sync.Mutex
 	accounts map[string]*accountConfig
@@ -64,12 +68,32 @@ type connKey struct {
 	account, name, turn string
 }
 
-func newExternal(log *slog.Logger, guard *ssrf.Guard, store *vfs.MCPServers, pub *wire.Client, refresh time.Duration) *external {
-	if refresh <= 0 {
-		refresh = defaultRefresh
-	}
-	x := &external{log: log, guard: guard, store: store, pub: pub, transport: guardedTransport(guard), refresh: refresh,
+// externalOptions configures external.
+type externalOptions struct {
+	Log   *slog.Logger
+	Guard *ssrf.Guard
+	Store *vfs.MCPServers
+	Pub   *wire.Client
+	// Refresh is how often open stored servers are listed again; zero
+	// means defaultRefresh.
+	Refresh time.Duration
+	// MaxBytes caps every message read from a server and the tools one
+	// server lists (EXTERNAL_MAX_RESULT_BYTES).
+	MaxBytes int
+	// MaxTools caps the tools one server lists (EXTERNAL_MAX_TOOLS).
+	MaxTools int
+	// Window is the shortest time between two announcements of one
+	// account's change; zero means listChangedWindow.
+	Window time.Duration
+}
+
+func newExternal(opts externalOptions) *external {
+	refresh := cmp.Or(opts.Refresh, defaultRefresh)
+	x := &external{log: opts.Log, guard: opts.Guard, store: opts.Store, pub: opts.Pub, refresh: refresh,
+		transport: &cappedTransport{base: guardedTransport(opts.Guard), max: opts.MaxBytes, log: opts.Log},
+		maxBytes:  opts.MaxBytes, maxTools: opts.MaxTools,
 		accounts: map[string]*accountConfig{}, conns: map[connKey]*extConn{}, stop: make(chan struct{}), done: make(chan struct{})}
+	x.announcer = newCoalescer(cmp.Or(opts.Window, listChangedWindow), x.publish)
 	go x.loop()
 	return x
 }
@@ -239,10 +263,17 @@ func (x *external) changed(c *extConn) {
 	x.announce(c.account)
 }
 
-// announce invalidates account here, then tells the other replicas and the
-// gateways (whose sessions of that account get list_changed).
+// announce invalidates account here at once, then tells the other
+// replicas and the gateways (whose sessions of that account get
+// list_changed), at most once per window: a server sending thousands of
+// list_changed costs a few events, not one each (issue 15).
 func (x *external) announce(account string) {
 	x.invalidate(account)
+	x.announcer.add(account)
+}
+
+// publish sends the event announcing a change of account's tools.
+func (x *external) publish(account string) {
 	if err := x.pub.Publish(context.Background(), registry.EventAccountChanged(account), &registry.ChangedEvent{}); err != nil {
 		x.log.Warn("publishing an account's tool change failed", "account", account, "err", err)
 	}
@@ -305,6 +336,7 @@ func (x *external) loop() {
 func (x *external) close() {
 	close(x.stop)
 	<-x.done
+	x.announcer.close()
 	x.mu.Lock()
 	conns := x.conns
 	x.conns = map[connKey]*extConn{}
