@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -19,7 +20,7 @@ func checkObjectSchema(raw json.RawMessage) error {
 		return errors.New("is not a JSON object")
 	}
 	if t := bytes.TrimSpace(top["type"]); !bytes.Equal(t, []byte(`"object"`)) {
-		return fmt.Errorf(`has type %.40s, not "object"`, cmpOrNone(t))
+		return fmt.Errorf(`has type %.40s, not "object"`, typeOrNone(t))
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -33,12 +34,13 @@ func checkObjectSchema(raw json.RawMessage) error {
 		return fmt.Errorf("is not a valid JSON Schema: %w", err)
 	}
 	if _, err := c.Compile(url); err != nil {
-		return fmt.Errorf("is not a valid JSON Schema: %.300s", err.Error())
+		// One line for the server's health, however deep the failure.
+		return fmt.Errorf("is not a valid JSON Schema: %.300s", strings.Join(strings.Fields(err.Error()), " "))
 	}
 	return nil
 }
 
-func cmpOrNone(b []byte) string {
+func typeOrNone(b []byte) string {
 	if len(b) == 0 {
 		return "(none)"
 	}
