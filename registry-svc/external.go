@@ -254,22 +254,26 @@ func (x *external) health(account, name string) registry.Health {
 	return c.snapshotHealth()
 }
 
-// changed announces that c's account has a different tool list. A chat
+// changed announces that c's account has a different tool list because
+// of its server (a list_changed, a server down or back). This replica
+// forgets its cached state at once; the event goes out at most once per
+// window, since a server can send thousands of list_changed and each
+// event reaches every MCP session of the account (issue 15). A chat
 // turn's server concerns that turn only, so it announces nothing.
 func (x *external) changed(c *extConn) {
 	if c.turn {
 		return
 	}
-	x.announce(c.account)
+	x.invalidate(c.account)
+	x.announcer.add(c.account)
 }
 
-// announce invalidates account here at once, then tells the other
-// replicas and the gateways (whose sessions of that account get
-// list_changed), at most once per window: a server sending thousands of
-// list_changed costs a few events, not one each (issue 15).
+// announce invalidates account here, then tells the other replicas and the
+// gateways (whose sessions of that account get list_changed) at once: the
+// user changed the servers and lists next.
 func (x *external) announce(account string) {
 	x.invalidate(account)
-	x.announcer.add(account)
+	x.publish(account)
 }
 
 // publish sends the event announcing a change of account's tools.
