@@ -188,8 +188,7 @@ func (c *extConn) list(ctx context.Context) ([]*extTool, string, []string, error
 		}
 		et, err := c.convert(t)
 		if err != nil {
-			c.x.log.Warn("an external MCP tool is invalid; it is left out", "server", c.spec.name, "tool", t.Name, "err", err)
-			dropped.add(err.Error())
+			dropped.add(err.Error()) // logged below with the others, in a bounded line
 			continue
 		}
 		b, _ := json.Marshal(et.tool)
