@@ -118,7 +118,7 @@ func (c *extConn) load(ctx context.Context, refresh bool) ([]*extTool, string, e
 	// Cleared before listing, so that a list_changed arriving meanwhile
 	// is not lost.
 	c.stale.Store(false)
-	tools, sum, err := c.list(ctx)
+	tools, sum, dropped, err := c.list(ctx)
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		return nil, "", err // the caller left: says nothing about the server
 	}
@@ -128,7 +128,7 @@ func (c *extConn) load(ctx context.Context, refresh bool) ([]*extTool, string, e
 		c.tools, c.toolsSum, c.listed = tools, sum, true
 		c.failures, c.retryAt = 0, time.Time{}
 		n, now := len(tools), time.Now().UTC()
-		c.health = registry.Health{Status: registry.HealthOK, Tools: &n, CheckedAt: &now}
+		c.health = registry.Health{Status: registry.HealthOK, Tools: &n, CheckedAt: &now, Dropped: dropped}
 	}
 	// ok -> down, down -> ok and a changed tool set change the account's
 	// list; the first answer does not (the caller is computing it).
@@ -162,56 +162,99 @@ func (c *extConn) fail(err error) {
 	c.x.log.Warn("external MCP server failed", "account", c.account, "server", c.spec.name, "retry_in", time.Until(c.retryAt).Round(time.Millisecond), "err", err)
 }
 
-// list connects when needed and lists every page of tools. Called with mu held.
-func (c *extConn) list(ctx context.Context) ([]*extTool, string, error) {
+// list connects when needed and lists every page of tools, keeping at
+// most maxTools of them in at most maxBytes (issue 15: 20,000 tools made the
+// account's whole list fail): the rest are not read. A tool with an invalid
+// name or schema is left out. What was left out, and why, is returned for
+// the server's health. Called with mu held.
+func (c *extConn) list(ctx context.Context) ([]*extTool, string, []string, error) {
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
 	cs, err := c.connect(ctx)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	var out []*extTool
+	var dropped droppedTools
 	sum := sha256.New()
+	size := 0
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return nil, "", fmt.Errorf("listing tools: %w", err)
+			return nil, "", nil, fmt.Errorf("listing tools: %w", err)
 		}
-		if !remoteToolName.MatchString(t.Name) {
-			c.x.log.Warn("external MCP server lists a tool with an invalid name; it is skipped", "server", c.spec.name, "tool", t.Name)
-			continue
+		if len(out) == c.x.maxTools {
+			dropped.add(fmt.Sprintf("the server lists more than %d tools (EXTERNAL_MAX_TOOLS); the rest are left out", c.x.maxTools))
+			break
 		}
 		et, err := c.convert(t)
 		if err != nil {
-			c.x.log.Warn("external MCP tool cannot be encoded; it is skipped", "server", c.spec.name, "tool", t.Name, "err", err)
+			dropped.add(err.Error()) // logged below with the others, in a bounded line
 			continue
 		}
 		b, _ := json.Marshal(et.tool)
+		if size += len(b); size > c.x.maxBytes {
+			dropped.add(fmt.Sprintf("the server's tools take more than %d bytes (EXTERNAL_MAX_RESULT_BYTES); the rest are left out", c.x.maxBytes))
+			break
+		}
 		sum.Write(b)
 		out = append(out, et)
 	}
-	return out, hex.EncodeToString(sum.Sum(nil))[:16], nil
+	if len(dropped.lines) > 0 {
+		c.x.log.Warn("an external MCP server's tools are left out in part", "account", c.account, "server", c.spec.name, "dropped", dropped.lines)
+	}
+	return out, hex.EncodeToString(sum.Sum(nil))[:16], dropped.lines, nil
 }
 
+// maxDropped bounds the lines of Health.Dropped.
+const maxDropped = 10
+
+// droppedTools collects what a list left out, in at most maxDropped lines.
+type droppedTools struct {
+	lines []string
+	more  int
+}
+
+func (d *droppedTools) add(line string) {
+	if len(d.lines) < maxDropped {
+		d.lines = append(d.lines, line)
+		return
+	}
+	d.more++
+	d.lines[maxDropped-1] = fmt.Sprintf("and %d more tools are left out", d.more+1)
+}
+
+// convert checks t and makes it a registry tool. Its name must be one MCP
+// allows, and its schemas JSON Schema objects: clients refuse a whole list
+// over one bad schema (the official TS SDK's listTools() does).
 func (c *extConn) convert(t *mcp.Tool) (*extTool, error) {
+	if !remoteToolName.MatchString(t.Name) {
+		return nil, fmt.Errorf("tool %.130q: the name is not a valid MCP tool name", t.Name)
+	}
 	rt := registry.Tool{Name: c.spec.name + registry.ToolSeparator + t.Name, Title: t.Title, Description: t.Description,
 		Source: "mcp:" + c.spec.name}
 	var err error
 	if t.InputSchema != nil {
 		if rt.InputSchema, err = json.Marshal(t.InputSchema); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tool %s: encoding its inputSchema: %w", t.Name, err)
+		}
+		if err := checkObjectSchema(rt.InputSchema); err != nil {
+			return nil, fmt.Errorf("tool %s: inputSchema %w", t.Name, err)
 		}
 	} else {
 		rt.InputSchema = json.RawMessage(`{"type":"object"}`)
 	}
 	if t.OutputSchema != nil {
 		if rt.OutputSchema, err = json.Marshal(t.OutputSchema); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tool %s: encoding its outputSchema: %w", t.Name, err)
+		}
+		if err := checkObjectSchema(rt.OutputSchema); err != nil {
+			return nil, fmt.Errorf("tool %s: outputSchema %w", t.Name, err)
 		}
 	}
 	et := &extTool{remote: t.Name, conn: c}
 	if t.Annotations != nil {
 		if rt.Annotations, err = json.Marshal(t.Annotations); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("tool %s: encoding its annotations: %w", t.Name, err)
 		}
 		et.retry = t.Annotations.ReadOnlyHint || t.Annotations.IdempotentHint
 	}
@@ -243,7 +286,10 @@ func (c *extConn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 	// handshake, and the session outlives the request.
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: c.spec.url, HTTPClient: hc, MaxRetries: 2}, nil)
+	// cappedTransport keeps events within maxBytes; the SDK's own cap is
+	// set above it, so that ours (which answers the call) comes first.
+	cs, err := client.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: c.spec.url, HTTPClient: hc, MaxRetries: 2,
+		MaxEventSize: c.x.maxBytes + 4096}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("connecting: %w", err)
 	}

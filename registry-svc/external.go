@@ -1,6 +1,7 @@
 package registrysvc
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -44,6 +45,9 @@ type external struct {
 	pub       *wire.Client
 	transport http.RoundTripper
 	refresh   time.Duration
+	maxBytes  int // EXTERNAL_MAX_RESULT_BYTES
+	maxTools  int // EXTERNAL_MAX_TOOLS
+	announcer *coalescer
 
 	mu       sync.Mutex
 	accounts map[string]*accountConfig
@@ -65,12 +69,32 @@ type connKey struct {
 	account, name, turn string
 }
 
-func newExternal(log *slog.Logger, guard *ssrf.Guard, store *vfs.MCPServers, pub *wire.Client, refresh time.Duration) *external {
-	if refresh <= 0 {
-		refresh = defaultRefresh
-	}
-	x := &external{log: log, guard: guard, store: store, pub: pub, transport: guardedTransport(guard), refresh: refresh,
+// externalOptions configures external.
+type externalOptions struct {
+	Log   *slog.Logger
+	Guard *ssrf.Guard
+	Store *vfs.MCPServers
+	Pub   *wire.Client
+	// Refresh is how often open stored servers are listed again; zero
+	// means defaultRefresh.
+	Refresh time.Duration
+	// MaxBytes caps every message read from a server and the tools one
+	// server lists (EXTERNAL_MAX_RESULT_BYTES).
+	MaxBytes int
+	// MaxTools caps the tools one server lists (EXTERNAL_MAX_TOOLS).
+	MaxTools int
+	// Window is the shortest time between two announcements of one
+	// account's change; zero means listChangedWindow.
+	Window time.Duration
+}
+
+func newExternal(opts externalOptions) *external {
+	refresh := cmp.Or(opts.Refresh, defaultRefresh)
+	x := &external{log: opts.Log, guard: opts.Guard, store: opts.Store, pub: opts.Pub, refresh: refresh,
+		transport: &cappedTransport{base: guardedTransport(opts.Guard), max: opts.MaxBytes, log: opts.Log},
+		maxBytes:  opts.MaxBytes, maxTools: opts.MaxTools,
 		accounts: map[string]*accountConfig{}, conns: map[connKey]*extConn{}, stop: make(chan struct{}), done: make(chan struct{})}
+	x.announcer = newCoalescer(cmp.Or(opts.Window, listChangedWindow), x.publish)
 	go x.loop()
 	return x
 }
@@ -231,19 +255,30 @@ func (x *external) health(account, name string) registry.Health {
 	return c.snapshotHealth()
 }
 
-// changed announces that c's account has a different tool list. A chat
+// changed announces that c's account has a different tool list because
+// of its server (a list_changed, a server down or back). This replica
+// forgets its cached state at once; the event goes out at most once per
+// window, since a server can send thousands of list_changed and each
+// event reaches every MCP session of the account (issue 15). A chat
 // turn's server concerns that turn only, so it announces nothing.
 func (x *external) changed(c *extConn) {
 	if c.turn {
 		return
 	}
-	x.announce(c.account)
+	x.invalidate(c.account)
+	x.announcer.add(c.account)
 }
 
 // announce invalidates account here, then tells the other replicas and the
-// gateways (whose sessions of that account get list_changed).
+// gateways (whose sessions of that account get list_changed) at once: the
+// user changed the servers and lists next.
 func (x *external) announce(account string) {
 	x.invalidate(account)
+	x.publish(account)
+}
+
+// publish sends the event announcing a change of account's tools.
+func (x *external) publish(account string) {
 	if err := x.pub.Publish(context.Background(), registry.EventAccountChanged(account), &registry.ChangedEvent{}); err != nil {
 		x.log.Warn("publishing an account's tool change failed", "account", account, "err", err)
 	}
@@ -306,6 +341,7 @@ func (x *external) loop() {
 func (x *external) close() {
 	close(x.stop)
 	<-x.done
+	x.announcer.close()
 	x.mu.Lock()
 	conns := x.conns
 	x.conns = map[connKey]*extConn{}

@@ -103,7 +103,8 @@ func (s *Service) Start(ctx context.Context) error {
 		}},
 	}
 	guard := &ssrf.Guard{AllowPrivate: cfg.MCPClientAllowPriv}
-	s.reg.ext = newExternal(s.log, guard, vfs.NewMCPServers(n.Client), n.Client, s.opts.ExternalRefresh)
+	s.reg.ext = newExternal(externalOptions{Log: s.log, Guard: guard, Store: vfs.NewMCPServers(n.Client), Pub: n.Client,
+		Refresh: s.opts.ExternalRefresh, MaxBytes: cfg.ExtMaxResultBytes, MaxTools: cfg.ExtMaxTools})
 	snap, err := s.discover(ctx, dirs)
 	if err != nil {
 		_ = s.stopAll(ctx)

@@ -61,3 +61,14 @@ func TestImportHygiene(t *testing.T) {
 		t.Errorf("no newline at all = %+v", res)
 	}
 }
+
+// TestImportMalformedCSV: a line with a bare quote is a line error of the
+// import, not a failed request (it was an internal error from a panic).
+func TestImportMalformedCSV(t *testing.T) {
+	e := start(t, nil)
+	acct := e.account(t)
+	res := e.importText(t, acct, vfs.KindHealth, vfs.FormatCSV, true, "indicator,value,unit,time\nGlucose,5.1,mmol/L,2026-02-01\na\"b\nGlucose,5.2,mmol/L,2026-02-02\n")
+	if !res.Committed || res.Written != 2 || res.ErrorCount != 1 || res.Errors[0].Line != 3 || !strings.Contains(res.Errors[0].Message, `bare "`) {
+		t.Errorf("import with a bare quote = %+v", res)
+	}
+}

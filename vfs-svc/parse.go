@@ -104,10 +104,10 @@ func parseHealthCSV(data string, firstLine int64) ([]healthRow, []vfs.LineError)
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := r.FieldPos(0)
-		abs := firstLine + int64(line) - 1
 		if err != nil {
+			// No record, so no FieldPos (it panics): the error has the line.
 			var pe *csv.ParseError
+			abs := firstLine
 			if errors.As(err, &pe) {
 				abs = firstLine + int64(pe.Line) - 1
 				err = pe.Err
@@ -115,6 +115,8 @@ func parseHealthCSV(data string, firstLine int64) ([]healthRow, []vfs.LineError)
 			errs = append(errs, vfs.LineError{Line: abs, Message: err.Error()})
 			continue
 		}
+		line, _ := r.FieldPos(0)
+		abs := firstLine + int64(line) - 1
 		if slices.ContainsFunc(rec, func(f string) bool { return !utf8.ValidString(f) }) {
 			errs = append(errs, vfs.LineError{Line: abs, Message: errNotUTF8.Error()})
 			header = false

@@ -138,3 +138,30 @@ func TestParseNotUTF8(t *testing.T) {
 		})
 	}
 }
+
+// A malformed CSV record is a line error, never a panic (FieldPos was once
+// read before the error check, which panicked the handler into a 500).
+func TestParseHealthCSVMalformed(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		first      int64
+		lines      []int64
+		valid      int
+	}{
+		{"bare quote alone", `a"b`, 1, []int64{1}, 0},
+		{"bare quote between rows", "Glucose,5,mmol/L,2026-01-05\na\"b\nGlucose,6,mmol/L,2026-01-06\n", 1, []int64{2}, 2},
+		{"quote in a later chunk", "x,\"y\"z,u,2026-01-05\n", 41, []int64{41}, 0},
+		{"unterminated quote", "Glucose,5,mmol/L,2026-01-05\n\"open,1,u,2026-01-05\n", 1, []int64{2}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rows, errs := parseHealthCSV(tc.data, tc.first)
+			var lines []int64
+			for _, e := range errs {
+				lines = append(lines, e.Line)
+			}
+			if !slices.Equal(lines, tc.lines) || len(rows) != tc.valid {
+				t.Errorf("error lines %v (%v), %d rows; want %v, %d", lines, errs, len(rows), tc.lines, tc.valid)
+			}
+		})
+	}
+}

@@ -53,6 +53,8 @@ type Config struct {
 	ToolsWatch          bool     `key:"TOOLS_WATCH" default:"true"`
 	MCPClientAllowPriv  bool     `key:"MCP_CLIENT_ALLOW_PRIVATE" default:"false"`
 	ToolEnv             []string `key:"TOOL_ENV" default:""`
+	ExtMaxResultBytes   int      `key:"EXTERNAL_MAX_RESULT_BYTES" default:"4194304" min:"65536"`
+	ExtMaxTools         int      `key:"EXTERNAL_MAX_TOOLS" default:"500" min:"1"`
 
 	// agent-svc.
 	DefaultAgent    string              `key:"DEFAULT_AGENT" default:"deep" enum:"deep|base"`

@@ -60,6 +60,10 @@ type Health struct {
 	Error     string     `json:"error,omitempty"`
 	Tools     *int       `json:"tools,omitempty"`
 	CheckedAt *time.Time `json:"checked_at,omitempty"`
+	// Dropped says which of the server's tools are left out of lists and
+	// why (an invalid name or schema, over the tool count cap), at most a
+	// few lines.
+	Dropped []string `json:"dropped,omitempty"`
 }
 
 // Server is an external MCP server as /api/mcp-servers shows it: never
