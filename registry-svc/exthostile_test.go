@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 )
 
@@ -162,7 +163,7 @@ func TestExternalHugeResults(t *testing.T) {
 	ctx := context.Background()
 	for _, framing := range []string{"sse", "json"} {
 		t.Run(framing, func(t *testing.T) {
-			turn := []registry.ServerSpec{{Name: "hostile", URL: base + "/" + framing}}
+			turn := []agent.ServerSpec{{Name: "hostile", URL: base + "/" + framing}}
 			call := func(name string) (*registry.CallResponse, error) {
 				return e.client.Call(ctx, &registry.CallRequest{Caller: alice, Name: name, Servers: turn, Arguments: json.RawMessage(`{}`)})
 			}

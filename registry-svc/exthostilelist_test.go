@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 )
 
@@ -108,7 +109,7 @@ func TestExternalHostileLists(t *testing.T) {
 		wordy.AddTool(&mcp.Tool{Name: fmt.Sprintf("w%d", i), Description: strings.Repeat("w", 20000), InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
 	}
 
-	turn := []registry.ServerSpec{{Name: "many", URL: sdkServer(t, many)}, {Name: "bad", URL: sdkServer(t, bad)}, {Name: "wordy", URL: sdkServer(t, wordy)}}
+	turn := []agent.ServerSpec{{Name: "many", URL: sdkServer(t, many)}, {Name: "bad", URL: sdkServer(t, bad)}, {Name: "wordy", URL: sdkServer(t, wordy)}}
 	list, err := e.client.List(context.Background(), &registry.ListRequest{Caller: alice, Servers: turn})
 	if err != nil {
 		t.Fatalf("alice's list with hostile servers: %v", err)
