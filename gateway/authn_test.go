@@ -1,9 +1,16 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mirobody/mirobody-go/gateway/internal/oauth"
+	"github.com/mirobody/mirobody-go/services/servicetest"
 )
 
 // TestInvalidTokenRateLimitedEveryRoute checks that a presented but invalid
@@ -75,4 +82,60 @@ func TestInvalidTokenRateLimitedEveryRoute(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAuthenticatedOncePerRequest counts verifier calls (the
+// gateway_auth_verifications_total metric counts every call, cache hits
+// included): each request that presents a token, valid or not, API key or
+// JWT, on /mcp or /api, is verified exactly once.
+func TestAuthenticatedOncePerRequest(t *testing.T) {
+	f := startFakes(t)
+	reg := prometheus.NewRegistry()
+	s := New(Options{Config: testConfig(t, f.url), Log: servicetest.Logger(t), Metrics: reg})
+	must(t, s.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Stop(ctx)
+	})
+	jwt, err := s.oauth.Tokens().MintAgent(context.Background(), &oauth.AgentTokenRequest{AccountID: acctGood, SessionID: "chat-1", Agent: "base"})
+	must(t, err)
+	verifications := func() float64 {
+		mfs, err := reg.Gather()
+		must(t, err)
+		n := 0.0
+		for _, mf := range mfs {
+			if mf.GetName() == "gateway_auth_verifications_total" {
+				for _, m := range mf.GetMetric() {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return n
+	}
+	base := "http://" + s.Addr()
+	for _, tc := range []struct {
+		name, method, path, body, token string
+		status                          int
+	}{
+		{"mcp call, key", http.MethodPost, "/mcp", whoami, keyGood, 200},
+		{"mcp call, cached key", http.MethodPost, "/mcp", whoami, keyGood, 200},
+		{"mcp call, jwt", http.MethodPost, "/mcp", whoami, jwt, 200},
+		{"mcp list, no scope", http.MethodPost, "/mcp", listBody, keyNoScope, 403},
+		{"mcp delete, invalid", http.MethodDelete, "/mcp", "", "mb_nope", 401},
+		{"api, key", http.MethodGet, "/api/sessions", "", keyGood, 0},
+		{"api, jwt without scope api", http.MethodGet, "/api/sessions", "", jwt, 403},
+		{"api, invalid", http.MethodGet, "/api/sessions", "", "mb_nope", 401},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := verifications()
+			resp, b := send(t, tc.method, base+tc.path, tc.body, "Authorization", "Bearer "+tc.token)
+			if tc.status != 0 && resp.StatusCode != tc.status {
+				t.Fatalf("%d %s, want %d", resp.StatusCode, b, tc.status)
+			}
+			if n := verifications() - before; n != 1 {
+				t.Errorf("%v verifications of one request's token, want 1", n)
+			}
+		})
+	}
 }
