@@ -139,3 +139,46 @@ func TestAuthenticatedOncePerRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestCallerSessionID pins the session id the registry gets for a call
+// (user_info.session_id, design.md "Identity"): the sid claim of an
+// agent's token, even inside a legacy MCP session; else the legacy session
+// that opened; else none.
+func TestCallerSessionID(t *testing.T) {
+	f := startFakes(t)
+	s := startService(t, testConfig(t, f.url))
+	url := mcpURL(s)
+	agentToken, err := s.oauth.Tokens().MintAgent(context.Background(), &oauth.AgentTokenRequest{AccountID: acctGood, SessionID: "chat-7", Agent: "base"})
+	must(t, err)
+	session := func(token string) string {
+		resp, b := post(t, url, initBody, "Authorization", "Bearer "+token)
+		if resp.StatusCode != 200 || resp.Header.Get(headerSessionID) == "" {
+			t.Fatalf("initialize: %d %s", resp.StatusCode, b)
+		}
+		return resp.Header.Get(headerSessionID)
+	}
+	keySession, agentSession := session(keyGood), session(agentToken)
+	for _, tc := range []struct {
+		name  string
+		hdr   []string
+		wants string
+	}{
+		{"agent token", []string{"Authorization", "Bearer " + agentToken}, "chat-7"},
+		{"agent token in an MCP session", []string{"Authorization", "Bearer " + agentToken, headerSessionID, agentSession}, "chat-7"},
+		{"key in an MCP session", []string{"Authorization", "Bearer " + keyGood, headerSessionID, keySession}, keySession},
+		{"key without a session", []string{"Authorization", "Bearer " + keyGood}, ""},
+		{"key with a session that does not open", []string{"Authorization", "Bearer " + keyGood, headerSessionID, "bogus"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if resp, b := post(t, url, whoami, tc.hdr...); resp.StatusCode != 200 {
+				t.Fatalf("tools/call: %d %s", resp.StatusCode, b)
+			}
+			f.mu.Lock()
+			got := f.calls[len(f.calls)-1].Caller.SessionID
+			f.mu.Unlock()
+			if got != tc.wants {
+				t.Errorf("Caller.SessionID = %q, want %q", got, tc.wants)
+			}
+		})
+	}
+}
