@@ -145,7 +145,7 @@ func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (an
 }
 
 // registryError maps a registry failure through the one code table
-// (errors.go). Unauthenticated becomes the 401 challenge of SPEC §5.4.
+// (Options.Codes). Unauthenticated becomes the 401 challenge of SPEC §5.4.
 func (m *Server) registryError(ctx context.Context, err error) *rpcError {
 	code, rpc := m.Codes(err)
 	msg := "internal error"

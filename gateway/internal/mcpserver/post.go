@@ -13,7 +13,7 @@ import (
 // post serves one POST: a JSON-RPC message, or a batch on 2025-03-26.
 func (m *Server) post(w http.ResponseWriter, r *http.Request) {
 	// An invalid token has been counted against the IP's budget already
-	// (limitInvalidTokens, on every route).
+	// (authn.Middleware, on every route).
 	p, aerr := m.authenticate(r)
 	if aerr != nil {
 		writeRPCError(w, nullID, aerr)
