@@ -139,11 +139,11 @@ func (m *Server) Streams() int {
 // whatever the status.
 func (m *Server) Reject(w http.ResponseWriter, _ *http.Request, err error) {
 	code, rpc := m.Codes(err)
-	status := http.StatusInternalServerError
+	status, msg := http.StatusInternalServerError, "internal error"
 	if code == wire.ResourceExhausted {
-		status = http.StatusTooManyRequests
+		status, msg = http.StatusTooManyRequests, "rate limit exceeded, retry later"
 	}
-	writeRPCError(w, nullID, newRPCError(status, int64(rpc), "%s", err.Error()))
+	writeRPCError(w, nullID, newRPCError(status, int64(rpc), "%s", msg))
 }
 
 // request is everything known about one HTTP request to /mcp once its

@@ -79,7 +79,8 @@ type Options struct {
 	// AllowPrivateClients lets Client ID Metadata Documents live on
 	// private addresses (MCP_CLIENT_ALLOW_PRIVATE).
 	AllowPrivateClients bool
-	// PerIP is the /oauth budget per client IP, requests per minute.
+	// PerIP is the /oauth budget per client IP and PerAccount the login
+	// attempts per email, requests per minute; 0 disables either.
 	PerIP, PerAccount int
 	// Log is the component logger. Required.
 	Log *slog.Logger
