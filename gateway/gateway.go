@@ -158,10 +158,16 @@ func (s *Service) routes() http.Handler {
 	s.webRoutes(e, api)
 	s.oauth.Routes(e)
 	s.mcpServerRoutes(e, api)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", s.auth.Middleware(s.mcp, s.mcp.Reject))
-	mux.Handle("/", s.auth.Middleware(e, s.reject))
-	return mux
+	mcp, rest := s.auth.Middleware(s.mcp, s.mcp.Reject), s.auth.Middleware(e, s.reject)
+	// A path comparison rather than an http.ServeMux, whose path cleaning
+	// would redirect requests echo answers itself.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" {
+			mcp.ServeHTTP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	})
 }
 
 // requireAPI admits a request to /api: a token with scope api, within its
