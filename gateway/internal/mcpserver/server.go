@@ -1,3 +1,7 @@
+// Package mcpserver is the gateway's /mcp transport: Streamable HTTP for
+// both protocol eras on one URL, sealed legacy sessions, SSE streams and
+// change notifications, and tool calls through registry-svc. It sits behind
+// authn's middleware and renders its own JSON-RPC errors (design.md).
 package mcpserver
 
 import (
