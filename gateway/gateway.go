@@ -1,7 +1,9 @@
 // Package gateway is the HTTP edge of Mirobody: it terminates HTTP,
 // authenticates callers, and turns requests into NATS calls to registry-svc,
 // agent-svc and vfs-svc. It keeps no state of its own, so any replica serves
-// any request.
+// any request. This package holds the routes, the REST API (api_*.go) and
+// the web app; the MCP transport, the OAuth authorization server and
+// authentication with the rate limits are internal packages (design.md).
 package gateway
 
 import (
@@ -11,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -19,10 +22,15 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mirobody/mirobody-go/gateway/internal/authn"
+	"github.com/mirobody/mirobody-go/gateway/internal/mcpserver"
+	"github.com/mirobody/mirobody-go/gateway/internal/oauth"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
+	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/svc"
 	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // Name is the micro service name (the gateway serves only sys.ping/info on NATS).
@@ -44,12 +52,11 @@ type Service struct {
 	log      *slog.Logger
 	node     *node.Node
 	accounts *vfs.Accounts
-	keys     *keyCache
-	tokens   *tokenIssuer
-	oauth    *oauthServer
-	hub      *hub
-	mcp      *mcpServer
-	echo     *echo.Echo
+	registry *registry.Client
+	auth     *authn.Authenticator
+	limits   *authn.Limits
+	oauth    *oauth.Server
+	mcp      *mcpserver.Server
 	srv      *http.Server
 	ln       net.Listener
 }
@@ -79,26 +86,20 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.node = n
-	s.accounts = vfs.NewAccounts(n.Client)
-	if err := s.startOAuth(); err != nil {
+	if err := s.startParts(); err != nil {
 		_ = n.Stop(ctx)
 		return err
 	}
-	if err := s.startMCP(); err != nil {
-		_ = n.Stop(ctx)
-		return err
-	}
-	s.echo = s.routes()
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		s.hub.close()
+		s.mcp.Close()
 		_ = n.Stop(ctx)
 		return fmt.Errorf("listening on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
 	s.ln = ln
 	// Every request gets a server span (continuing the caller's traceparent),
 	// and the NATS calls made under its context carry it on.
-	handler := otelhttp.NewHandler(s.echo, "gateway",
+	handler := otelhttp.NewHandler(s.routes(), "gateway",
 		otelhttp.WithTracerProvider(n.Tracer), otelhttp.WithPropagators(propagation.TraceContext{}),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 	// ReadTimeout bounds reading the request: net/http lifts it once the
@@ -119,10 +120,10 @@ func (s *Service) Start(ctx context.Context) error {
 // Stop stops accepting requests, waits for those in flight, then leaves NATS.
 func (s *Service) Stop(ctx context.Context) error {
 	var err error
-	if s.hub != nil {
+	if s.mcp != nil {
 		// Long streams end first, or Shutdown would wait for them until
 		// the grace period runs out.
-		s.hub.close()
+		s.mcp.Close()
 	}
 	if s.srv != nil {
 		err = s.srv.Shutdown(ctx)
@@ -139,21 +140,90 @@ func (s *Service) Checks() []svc.Check {
 	return checks
 }
 
-func (s *Service) routes() *echo.Echo {
+// routes is the gateway's HTTP surface. /mcp is served by the MCP
+// transport and everything else by echo; each sits behind authn's
+// Middleware, which verifies a presented token once per request (so
+// guessing costs the per-IP budget on every route, unknown ones included)
+// and which each side lets render a refusal in its own protocol.
+func (s *Service) routes() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpError
-	e.Use(s.limitInvalidTokens)
-	mcpHandler := echo.WrapHandler(s.mcp)
-	e.Match([]string{http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPut, http.MethodPatch, http.MethodOptions}, "/mcp", mcpHandler)
 	e.GET("/.well-known/oauth-protected-resource", s.protectedResourceMetadata)
 	e.GET("/.well-known/oauth-protected-resource/mcp", s.protectedResourceMetadata)
-	api := e.Group("/api", s.requireAuth("api"), s.rateLimit)
+	api := e.Group("/api", s.requireAPI)
 	api.GET("/me", s.me)
 	s.dataRoutes(api)
 	s.chatRoutes(api)
 	s.webRoutes(e, api)
-	s.oauthRoutes(e)
+	s.oauth.Routes(e)
 	s.mcpServerRoutes(e, api)
-	return e
+	mcp, rest := s.auth.Middleware(s.mcp, s.mcp.Reject), s.auth.Middleware(e, s.reject)
+	// A path comparison rather than an http.ServeMux, whose path cleaning
+	// would redirect requests echo answers itself.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/mcp" {
+			mcp.ServeHTTP(w, r)
+			return
+		}
+		rest.ServeHTTP(w, r)
+	})
+}
+
+// requireAPI admits a request to /api: a token with scope api, within its
+// account's budget, which it shares with /mcp.
+func (s *Service) requireAPI(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		p, err := authn.Require(c.Request().Context(), "api")
+		if err != nil {
+			return err
+		}
+		if wait, ok := s.limits.Admit(c.Request(), p); !ok {
+			c.Response().Header().Set("Retry-After", authn.RetryAfter(wait))
+			return wire.Errorf(wire.ResourceExhausted, "rate limit exceeded, retry later")
+		}
+		return next(c)
+	}
+}
+
+// limitIP applies the anonymous per-IP budget to a route without bearer
+// auth (the external servers' OAuth callback).
+func (s *Service) limitIP(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if wait, ok := s.limits.Admit(c.Request(), nil); !ok {
+			c.Response().Header().Set("Retry-After", authn.RetryAfter(wait))
+			return wire.Errorf(wire.ResourceExhausted, "rate limit exceeded, retry later")
+		}
+		return next(c)
+	}
+}
+
+// principal is the caller of an /api request (requireAPI admitted it).
+func principal(c echo.Context) *authn.Principal {
+	p, _ := authn.FromContext(c.Request().Context())
+	return p
+}
+
+// protectedResource is the RFC 9728 metadata of /mcp.
+type protectedResource struct {
+	Resource               string   `json:"resource"`
+	AuthorizationServers   []string `json:"authorization_servers"`
+	ScopesSupported        []string `json:"scopes_supported"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	ResourceName           string   `json:"resource_name"`
+}
+
+// protectedResourceMetadata answers /.well-known/oauth-protected-resource
+// and its /mcp variant. The gateway is its own authorization server (the
+// issuer is the public base URL); API keys work as bearer tokens too.
+func (s *Service) protectedResourceMetadata(c echo.Context) error {
+	base := strings.TrimRight(s.opts.Config.MCPPublicURL, "/")
+	c.Response().Header().Set("Cache-Control", "public, max-age=3600")
+	return c.JSON(http.StatusOK, protectedResource{
+		Resource:               base + "/mcp",
+		AuthorizationServers:   []string{base},
+		ScopesSupported:        []string{"mcp"},
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           "Mirobody",
+	})
 }

@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mirobody/mirobody-go/gateway/internal/authn"
+	"github.com/mirobody/mirobody-go/gateway/internal/mcpserver"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // openStream opens a GET or POST event stream and returns a channel of its
@@ -109,9 +113,7 @@ func TestLegacyStreamListChanged(t *testing.T) {
 func waitListeners(t *testing.T, s *Service, n int) {
 	t.Helper()
 	servicetest.Eventually(t, 5*time.Second, func() bool {
-		s.hub.mu.Lock()
-		defer s.hub.mu.Unlock()
-		return len(s.hub.listeners) >= n
+		return s.mcp.Streams() >= n
 	}, "stream listeners registered")
 }
 
@@ -327,4 +329,117 @@ func TestListenEndsWithResultOnShutdown(t *testing.T) {
 	if r := next(t, ch); string(r.ID) != "42" || !strings.Contains(string(r.Result), `"resultType":"complete"`) {
 		t.Fatalf("last frame %+v %s", r, r.Result)
 	}
+}
+
+// FuzzMCPPost feeds arbitrary bodies and transport headers to /mcp. The
+// seed corpus runs in every `go test`; `go test -fuzz FuzzMCPPost` explores
+// further. Whatever comes in, the handler must not panic and must answer
+// with a 4xx, a 202 without body, or a JSON-RPC reply (an object with
+// result or error, or a batch of them).
+func FuzzMCPPost(f *testing.F) {
+	seeds := []struct{ body, version, method, name, session string }{
+		{initBody, "", "", "", ""},
+		{listBody, "2025-06-18", "", "", "bogus"},
+		{whoami, "2025-11-25", "", "", ""},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, "", "", "", ""},
+		{`[` + listBody + `,{"jsonrpc":"2.0","id":3,"method":"ping"}]`, "", "", "", ""},
+		{`[` + listBody + `]`, "2025-06-18", "", "", ""},
+		{`{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{` + modernMeta + `}}`, modernVersion, "server/discover", "", ""},
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo",` + modernMeta + `}}`, modernVersion, "tools/call", "echo", ""},
+		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo",` + modernMeta + `}}`, modernVersion, "tools/call", "", ""},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, "", "", "", ""},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, "", "", "", ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":[1]}}`, "", "", "", ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"x"}`, "", "", "", ""},
+		{`{"jsonrpc":"2.0","id":1,"method":""}`, "", "", "", ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":7}}`, "", "", "", ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{` + modernMeta + `}}`, modernVersion, "subscriptions/listen", "", ""},
+		{`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{"x":[]}}}`, "", "", "", ""},
+		{`{"jsonrpc":"2.0","id":2,"result":{}}`, "", "", "", ""},
+		{"\xff\xfe", "", "", "", ""},
+		{`{"jsonrpc":`, "", "", "", ""},
+		{`null`, "", "", "", ""},
+		{`[]`, "", "", "", ""},
+		{`[1,2]`, "", "", "", ""},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, "garbage\x00", "", "", "\x01"},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":5}}}`, "", "", "", ""},
+	}
+	for _, s := range seeds {
+		f.Add(s.body, s.version, s.method, s.name, s.session)
+	}
+	m := testMCP(f, startFakes(f))
+	f.Fuzz(func(t *testing.T, body, version, method, name, session string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json")
+		for k, v := range map[string]string{headerProtocolVersion: version, headerMethod: method, headerName: name, headerSessionID: session} {
+			if v != "" && validHeaderValue(v) {
+				req.Header.Set(k, v)
+			}
+		}
+		rec := httptest.NewRecorder()
+		m.ServeHTTP(rec, req)
+		switch {
+		case rec.Code == http.StatusAccepted:
+			if rec.Body.Len() != 0 {
+				t.Fatalf("202 with a body %q", rec.Body)
+			}
+			return
+		case rec.Code >= 500:
+			t.Fatalf("status %d for %q: %s", rec.Code, body, rec.Body)
+		}
+		b := rec.Body.Bytes()
+		if rec.Code >= 400 && rec.Code < 500 {
+			return
+		}
+		if len(b) > 0 && b[0] == '[' {
+			var batch []rpcReply
+			if err := json.Unmarshal(b, &batch); err != nil {
+				t.Fatalf("batch reply %q: %v", b, err)
+			}
+			return
+		}
+		var r rpcReply
+		if err := json.Unmarshal(b, &r); err != nil || (r.Error == nil && r.Result == nil) {
+			t.Fatalf("status %d with %q for %q", rec.Code, b, body)
+		}
+	})
+}
+
+// testMCP is a /mcp handler over the fakes behind authn's middleware,
+// without HTTP server or node.
+func testMCP(t testing.TB, fk *fakes) http.Handler {
+	t.Helper()
+	client := wire.NewClient(wire.ClientOptions{Conn: fk.nc})
+	lim := authn.NewLimits(authn.LimitsOptions{Streams: 4})
+	m, err := mcpserver.New(mcpserver.Options{
+		Bus:          client,
+		Conn:         fk.nc,
+		SessionKeys:  []string{testSecret},
+		SessionTTL:   time.Hour,
+		Limits:       lim,
+		Codes:        jsonrpcCode,
+		PublicURL:    "https://mcp.example",
+		MaxBodyBytes: 1 << 20,
+		KeepAlive:    time.Second,
+		Version:      "test",
+		Log:          servicetest.Logger(t),
+	})
+	must(t, err)
+	t.Cleanup(m.Close)
+	auth, err := authn.New(authn.Options{Keys: vfs.NewAccounts(client), Limits: lim})
+	must(t, err)
+	return auth.Middleware(m, m.Reject)
+}
+
+// validHeaderValue reports whether net/http would send v as a header value.
+func validHeaderValue(v string) bool {
+	for _, c := range []byte(v) {
+		if (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

@@ -2,144 +2,114 @@ package gateway
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/ssrf"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/mirobody/mirobody-go/gateway/internal/oauth"
+	"github.com/mirobody/mirobody-go/services/agent"
 )
 
-func TestOAuthRedirectURIs(t *testing.T) {
-	registered := []string{"http://127.0.0.1/callback", "http://localhost:8080/cb?x=1", "https://app.example/oauth/cb", "cursor://anysphere.cursor/cb"}
-	for _, tc := range []struct {
-		uri  string
-		want bool
-	}{
-		{"https://app.example/oauth/cb", true},
-		{"https://app.example/oauth/cb/", false},
-		{"https://app.example/oauth/cb?extra=1", false},
-		{"https://app.example:444/oauth/cb", false},
-		{"http://127.0.0.1:53111/callback", true}, // RFC 8252: any loopback port
-		{"http://127.0.0.1/callback", true},
-		{"http://127.0.0.1:53111/other", false},
-		{"http://[::1]:53111/callback", false}, // a different loopback host is another URI
-		{"http://localhost:9999/cb?x=1", true},
-		{"http://localhost:9999/cb?x=2", false},
-		{"http://127.0.0.1.evil.example:80/callback", false},
-		{"cursor://anysphere.cursor/cb", true},
-		{"cursor://anysphere.cursor/cb2", false},
-		{"https://app.example/oauth/cb#frag", false},
-	} {
-		if got := redirectAllowed(registered, tc.uri); got != tc.want {
-			t.Errorf("redirectAllowed(%q) = %v, want %v", tc.uri, got, tc.want)
-		}
-	}
-	for _, tc := range []struct {
-		uris []string
-		ok   bool
-	}{
-		{[]string{"https://app.example/cb"}, true},
-		{[]string{"http://127.0.0.1:3000/cb", "http://[::1]/cb", "http://localhost/cb"}, true},
-		{[]string{"com.example.app:/oauth"}, true},
-		{nil, false},
-		{[]string{"http://app.example/cb"}, false},
-		{[]string{"https://app.example/cb#x"}, false},
-		{[]string{"javascript:alert(1)"}, false},
-		{[]string{"/relative"}, false},
-		{[]string{"https:///nohost"}, false},
-	} {
-		if err := validRedirectURIs(tc.uris); (err == nil) != tc.ok {
-			t.Errorf("validRedirectURIs(%q) = %v, want ok=%v", tc.uris, err, tc.ok)
-		}
-	}
-}
-
-func TestOAuthSSRFGuard(t *testing.T) {
-	for _, tc := range []struct {
-		addr   string
-		public bool
-	}{
-		{"8.8.8.8", true}, {"2606:4700::1111", true},
-		{"127.0.0.1", false}, {"::1", false}, {"10.1.2.3", false}, {"192.168.0.1", false}, {"172.16.0.1", false},
-		{"169.254.169.254", false}, {"fe80::1", false}, {"fc00::1", false}, {"100.64.0.1", false}, {"0.0.0.0", false},
-		{"::ffff:127.0.0.1", false}, {"224.0.0.1", false}, {"::", false},
-	} {
-		if got := ssrf.Refusal(netip.MustParseAddr(tc.addr)) == ""; got != tc.public {
-			t.Errorf("ssrf.Refusal(%s) == \"\" is %v, want %v", tc.addr, got, tc.public)
-		}
-	}
-
-	var docURL string
-	mux := http.NewServeMux()
-	mux.HandleFunc("/client.json", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintf(w, `{"client_id":%q,"client_name":"Doc","redirect_uris":["http://127.0.0.1/cb"]}`, docURL)
-	})
-	mux.HandleFunc("/big.json", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintf(w, `{"client_name":"%s"}`, strings.Repeat("x", metadataMaxBytes))
-	})
-	mux.HandleFunc("/moved.json", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/client.json", http.StatusFound)
-	})
-	mux.HandleFunc("/secret.json", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintf(w, `{"client_id":%q,"redirect_uris":["http://127.0.0.1/cb"],"token_endpoint_auth_method":"client_secret_basic"}`, docURL)
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	docURL = srv.URL + "/client.json"
-	log := servicetest.Logger(t)
+// TestOAuthAgentToken checks the token issuer of CONTRACTS "Tokens": an
+// agent token works on /mcp with the BASE profile, is an RFC 9068 JWT that
+// the JWKS verifies, and every kind of bad token gets the same 401.
+func TestOAuthAgentToken(t *testing.T) {
+	f := startFakes(t)
+	s := startService(t, testConfig(t, f.url))
+	url := mcpURL(s)
 	ctx := context.Background()
+	const acct = "0b6b1f0e-8a39-4a55-9a3c-4a5f1d0e2c11"
+	tok, err := s.oauth.Tokens().MintAgent(ctx, &oauth.AgentTokenRequest{AccountID: acct, SessionID: "sess-1", Agent: "base", TTL: time.Hour})
+	must(t, err)
 
-	guarded := newClientResolver(nil, false, log)
-	if _, err := guarded.resolve(ctx, docURL); !errors.Is(err, errUnknownClient) {
-		t.Errorf("an http loopback document was accepted: %v", err)
+	resp, b := post(t, url, whoami, "Authorization", "Bearer "+tok)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), acct) {
+		t.Fatalf("tools/call with an agent token: %d %s", resp.StatusCode, b)
 	}
-	// https to a loopback address is refused at dial time, after DNS.
-	guarded.http.Transport.(*http.Transport).TLSClientConfig = srv.Client().Transport.(*http.Transport).TLSClientConfig
-	if _, err := guarded.fetch(ctx, "https://"+strings.TrimPrefix(srv.URL, "http://")+"/client.json"); err == nil || !strings.Contains(err.Error(), "not public") {
-		t.Errorf("a loopback address was dialed: %v", err)
+	f.mu.Lock()
+	last := f.calls[len(f.calls)-1]
+	f.mu.Unlock()
+	if last.Caller.Agent != agent.AgentBase || last.Caller.AccountID != acct {
+		t.Errorf("caller = %+v, want agent base for %s", last.Caller, acct)
 	}
 
-	open := newClientResolver(nil, true, log)
-	c, err := open.resolve(ctx, docURL)
-	if err != nil || c.Name != "Doc" || !c.Document {
-		t.Fatalf("document client: %+v %v", c, err)
+	// The token is what CONTRACTS "Tokens" promises, and the JWKS verifies it.
+	resp, b = send(t, http.MethodGet, strings.TrimSuffix(url, "/mcp")+"/.well-known/jwks.json", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("jwks: %d %s", resp.StatusCode, b)
 	}
-	for _, path := range []string{"/big.json", "/moved.json", "/secret.json", "/missing.json", "/"} {
-		if _, err := open.fetch(ctx, srv.URL+path); err == nil {
-			t.Errorf("%s was accepted", path)
+	var set struct {
+		Keys []struct{ Kid, X string }
+	}
+	must(t, json.Unmarshal(b, &set))
+	var claims jwt.MapClaims
+	parsed, err := jwt.ParseWithClaims(tok, &claims, func(tk *jwt.Token) (any, error) {
+		for _, k := range set.Keys {
+			if k.Kid == tk.Header["kid"] {
+				x, err := base64.RawURLEncoding.DecodeString(k.X)
+				return ed25519.PublicKey(x), err
+			}
+		}
+		return nil, errors.New("unknown signing key")
+	}, jwt.WithValidMethods([]string{"EdDSA"}))
+	must(t, err)
+	if parsed.Header["typ"] != "at+jwt" {
+		t.Errorf("typ = %v", parsed.Header["typ"])
+	}
+	exp, _ := claims.GetExpirationTime()
+	iat, _ := claims.GetIssuedAt()
+	if d := exp.Sub(iat.Time); d > 10*time.Minute {
+		t.Errorf("agent token lives %s, want <= %s", d, 10*time.Minute)
+	}
+	for k, want := range map[string]any{"iss": "https://mcp.example", "sub": acct, "scope": "mcp", "agent": "base", "sid": "sess-1"} {
+		if claims[k] != want {
+			t.Errorf("claim %s = %v, want %v", k, claims[k], want)
 		}
 	}
-}
+	if aud, _ := claims.GetAudience(); len(aud) != 1 || aud[0] != "https://mcp.example/mcp" {
+		t.Errorf("aud = %v", aud)
+	}
+	if claims["jti"] == "" || claims["jti"] == nil {
+		t.Error("no jti")
+	}
 
-func TestOAuthBox(t *testing.T) {
-	b, err := newBox([]byte("secret"))
+	// Bad tokens: all the same 401 with the SPEC §5.4 challenge.
+	bad := map[string]string{}
+	wrongAud, err := s.oauth.Tokens().Mint(ctx, oauth.AccessClaims{RegisteredClaims: jwt.RegisteredClaims{Subject: acct, Audience: jwt.ClaimStrings{"https://other.example/mcp"}}, Scope: "mcp"}, time.Minute)
 	must(t, err)
-	sealed, err := b.seal(purposeRequest, authRequest{ClientID: "c"}, time.Minute)
+	bad["wrong audience"] = wrongAud
+	// Same keys, a lifetime that ended an hour ago.
+	expired, err := s.oauth.Tokens().Mint(ctx, oauth.AccessClaims{RegisteredClaims: jwt.RegisteredClaims{Subject: acct, Audience: jwt.ClaimStrings{"https://mcp.example/mcp"}}, Scope: "mcp"}, -time.Hour)
 	must(t, err)
-	var got authRequest
-	if err := b.open(purposeRequest, sealed, &got); err != nil || got.ClientID != "c" {
-		t.Fatalf("open: %+v %v", got, err)
+	bad["expired"] = expired
+	bad["bad signature"] = tok[:len(tok)-4] + "AAAA"
+	_, other, _ := ed25519.GenerateKey(nil)
+	forged := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"iss": "https://mcp.example", "aud": "https://mcp.example/mcp", "sub": acct, "scope": "mcp", "exp": time.Now().Add(time.Hour).Unix()})
+	forged.Header["typ"], forged.Header["kid"] = "at+jwt", parsed.Header["kid"]
+	bad["foreign key"], err = forged.SignedString(other)
+	must(t, err)
+	none := jwt.NewWithClaims(jwt.SigningMethodNone, jwt.MapClaims{"iss": "https://mcp.example", "aud": "https://mcp.example/mcp", "sub": acct, "scope": "mcp", "exp": time.Now().Add(time.Hour).Unix()})
+	none.Header["typ"] = "at+jwt"
+	bad["alg none"], err = none.SignedString(jwt.UnsafeAllowNoneSignatureType)
+	must(t, err)
+	for name, token := range bad {
+		t.Run(name, func(t *testing.T) {
+			resp, b := post(t, url, whoami, "Authorization", "Bearer "+token)
+			if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != challenge {
+				t.Errorf("%d %q %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), b)
+			}
+		})
 	}
-	if b.open(purposeSession, sealed, &got) == nil {
-		t.Error("a request opened as a login session")
-	}
-	if b.open(purposeRequest, sealed[:len(sealed)-2]+"AA", &got) == nil {
-		t.Error("a tampered value opened")
-	}
-	other, _ := newBox([]byte("other secret"))
-	if other.open(purposeRequest, sealed, &got) == nil {
-		t.Error("opened under another secret")
-	}
-	b.now = func() time.Time { return time.Now().Add(2 * time.Minute) }
-	if b.open(purposeRequest, sealed, &got) == nil {
-		t.Error("an expired value opened")
+
+	if _, err := s.oauth.Tokens().MintAgent(ctx, &oauth.AgentTokenRequest{AccountID: acct, Agent: "nobody"}); err == nil {
+		t.Error("an unknown agent got a token")
 	}
 }
 
@@ -152,7 +122,12 @@ func TestOAuthEndpoints(t *testing.T) {
 	base := strings.TrimSuffix(startGateway(t, cfg), "/mcp")
 
 	resp, b := send(t, http.MethodGet, base+"/.well-known/oauth-authorization-server", "", "Origin", "https://inspector.example")
-	var m asMetadata
+	var m struct {
+		Issuer                            string   `json:"issuer"`
+		TokenEndpoint                     string   `json:"token_endpoint"`
+		CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
+		ClientIDMetadataDocumentSupported bool     `json:"client_id_metadata_document_supported"`
+	}
 	must(t, json.Unmarshal(b, &m))
 	if resp.StatusCode != 200 || m.Issuer != "https://mcp.example" || m.TokenEndpoint != "https://mcp.example/oauth/token" ||
 		m.CodeChallengeMethodsSupported[0] != "S256" || !m.ClientIDMetadataDocumentSupported || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
@@ -165,7 +140,9 @@ func TestOAuthEndpoints(t *testing.T) {
 		{`{"redirect_uris":["http://127.0.0.1/cb"],"response_types":["token"]}`, "invalid_client_metadata"},
 	} {
 		resp, b := send(t, http.MethodPost, base+"/oauth/register", tc.body, "Content-Type", "application/json")
-		var e oauthError
+		var e struct {
+			Error string `json:"error"`
+		}
 		_ = json.Unmarshal(b, &e)
 		if resp.StatusCode != 400 || e.Error != tc.err {
 			t.Errorf("register %s: %d %s", tc.body, resp.StatusCode, b)

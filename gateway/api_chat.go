@@ -1,0 +1,138 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/labstack/echo/v4"
+
+	"github.com/mirobody/mirobody-go/gateway/internal/oauth"
+	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// chatRequest is the body of POST /api/chat (SPEC §9). Unknown fields are
+// ignored; message is upstream's name for question.
+type chatRequest struct {
+	Question  string `json:"question"`
+	Message   string `json:"message"`
+	SessionID string `json:"session_id"`
+	Agent     string `json:"agent"`
+	Provider  string `json:"provider"`
+	Model     string `json:"model"`
+	Language  string `json:"language"`
+	Timezone  string `json:"timezone"`
+	// MCPServers are external MCP servers for this turn only (SPEC §7).
+	MCPServers []agent.ServerSpec `json:"mcp_servers"`
+}
+
+// chat answers POST /api/chat with the turn's events as Server-Sent
+// Events, one JSON object per data line. Failures before the run starts
+// are ordinary HTTP errors; later ones are an error event and an end
+// event. A client that disconnects cancels the turn.
+func (s *Service) chat(c echo.Context) error {
+	var body chatRequest
+	if err := s.bindJSON(c, &body, "the body must be a JSON object with a question"); err != nil {
+		return err
+	}
+	q := body.Question
+	if q == "" {
+		q = body.Message
+	}
+	if err := checkTurnServers(body.MCPServers); err != nil {
+		return err
+	}
+	req := &agent.StartRequest{RunID: uuid.NewString(), AccountID: principal(c).AccountID, SessionID: body.SessionID, Question: q,
+		Agent: body.Agent, Provider: body.Provider, Model: body.Model, Language: body.Language, Timezone: body.Timezone,
+		MCPServers: body.MCPServers}
+	if err := s.baseToken(c.Request().Context(), req); err != nil {
+		return err
+	}
+	w := c.Response()
+	started := false
+	write := func(ev agent.Event) {
+		if !started {
+			started = true
+			w.Header().Set(echo.HeaderContentType, "text/event-stream")
+			w.Header().Set(echo.HeaderCacheControl, "no-cache")
+			w.Header().Set("X-Accel-Buffering", "no")
+			// A turn may stream for minutes: lift the server's write deadline.
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+			w.WriteHeader(http.StatusOK)
+		}
+		ev.Seq = 0
+		data, _ := json.Marshal(ev)
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", data)
+		w.Flush()
+	}
+	ctx := c.Request().Context()
+	_, err := agent.NewClient(s.node.Client).Run(ctx, req, write)
+	switch {
+	case err == nil:
+		return nil
+	case !started:
+		return err
+	case ctx.Err() != nil:
+		return nil // the client is gone; the run was cancelled
+	}
+	s.log.Warn("chat turn failed", "run_id", req.RunID, "err", err)
+	msg := "the turn failed"
+	finish := agent.FinishError
+	if wire.IsCode(err, wire.Unavailable) {
+		msg, finish = "the agent stopped responding; the turn was lost", agent.FinishUnavailable
+	}
+	write(agent.Event{Type: agent.EventError, Message: msg})
+	write(agent.Event{Type: agent.EventEnd, FinishReason: finish})
+	return nil
+}
+
+// baseToken gives a Base turn the token its provider presents to /mcp: a
+// fresh JWT with agent base, bound to the account and the session (a new
+// session gets its id here, so that the token can name it), living no
+// longer than the turn and at most 10 minutes. The user's own key never
+// leaves the gateway.
+func (s *Service) baseToken(ctx context.Context, req *agent.StartRequest) error {
+	// agent-svc refuses an unknown agent; only a Base turn needs a token.
+	if a, err := agent.Normalize(req.Agent, s.opts.Config.DefaultAgent); err != nil || a != agent.AgentBase {
+		return nil
+	}
+	if req.SessionID == "" {
+		req.SessionID = uuid.NewString()
+	}
+	// MintAgent caps the lifetime at 10 minutes.
+	ttl := time.Duration(s.opts.Config.TurnTimeoutS) * time.Second
+	tok, err := s.oauth.Tokens().MintAgent(ctx, &oauth.AgentTokenRequest{AccountID: req.AccountID, SessionID: req.SessionID, Agent: agent.AgentBase, TTL: ttl})
+	if err != nil {
+		return fmt.Errorf("minting the Base agent's MCP token: %w", err)
+	}
+	req.MCPToken = tok
+	return nil
+}
+
+// maxTurnServers bounds a chat request's mcp_servers.
+const maxTurnServers = 8
+
+// checkTurnServers rejects a malformed mcp_servers list; registry-svc
+// applies the SSRF policy when it connects.
+func checkTurnServers(servers []agent.ServerSpec) error {
+	if len(servers) > maxTurnServers {
+		return wire.Errorf(wire.InvalidArgument, "mcp_servers holds at most %d servers", maxTurnServers)
+	}
+	seen := map[string]bool{}
+	for _, sv := range servers {
+		if !registry.ServerNamePattern.MatchString(sv.Name) || seen[sv.Name] {
+			return wire.Errorf(wire.InvalidArgument, "mcp_servers: name %q must match [a-z0-9_-]{1,32} and be unique", sv.Name)
+		}
+		seen[sv.Name] = true
+		if u, err := url.Parse(sv.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return wire.Errorf(wire.InvalidArgument, "mcp_servers: server %s needs an absolute http or https url", sv.Name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package gateway
+
+import (
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/mirobody/mirobody-go/gateway/internal/authn"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// keyScopes are the scopes an API key can hold: "mcp" for /mcp, "api" for
+// /api (SPEC §6).
+var keyScopes = []string{"mcp", "api"}
+
+// keyRoutes adds /api/keys: the caller's own API keys, on the vfs-svc key
+// contract the `mirobody keys` CLI uses.
+func (s *Service) keyRoutes(api *echo.Group) {
+	api.GET("/keys", s.listAPIKeys)
+	api.POST("/keys", s.createAPIKey)
+	api.DELETE("/keys/:id", s.revokeAPIKey)
+}
+
+// apiKeyView is an API key as /api/keys shows it. Current marks the key
+// the request was made with, so a client can warn before revoking it.
+type apiKeyView struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	Scopes     []string   `json:"scopes"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	Current    bool       `json:"current,omitempty"`
+}
+
+func viewKey(k *vfs.APIKey, p *authn.Principal) apiKeyView {
+	return apiKeyView{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: k.Scopes, CreatedAt: k.Created, LastUsedAt: k.LastUsed,
+		Current: k.ID == p.KeyID}
+}
+
+// listAPIKeys answers GET /api/keys: the caller's keys that still work,
+// newest first.
+func (s *Service) listAPIKeys(c echo.Context) error {
+	p := principal(c)
+	resp, err := s.accounts.ListKeys(c.Request().Context(), &vfs.KeyListRequest{AccountID: p.AccountID})
+	if err != nil {
+		return err
+	}
+	keys := []apiKeyView{}
+	for i := range resp.Keys {
+		if resp.Keys[i].Revoked == nil {
+			keys = append(keys, viewKey(&resp.Keys[i], p))
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"keys": keys})
+}
+
+// createKeyRequest is the body of POST /api/keys.
+type createKeyRequest struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+// createAPIKey answers POST /api/keys with the new key's secret, the only
+// time it is shown. A key never gets a scope its creator lacks, so a
+// key limited to "api" cannot mint one for /mcp; without scopes the new
+// key gets the creator's.
+func (s *Service) createAPIKey(c echo.Context) error {
+	p := principal(c)
+	var body createKeyRequest
+	if err := s.bindJSON(c, &body, `the body must be a JSON object like {"name":"laptop","scopes":["mcp"]}`); err != nil {
+		return err
+	}
+	for _, sc := range body.Scopes {
+		if !slices.Contains(keyScopes, sc) {
+			return wire.Errorf(wire.InvalidArgument, "unknown scope %q: want mcp or api", sc)
+		}
+		if !slices.Contains(p.Scopes, sc) {
+			return wire.Errorf(wire.PermissionDenied, "scope %q is not held by the key making the request", sc)
+		}
+	}
+	requested := body.Scopes
+	if len(requested) == 0 {
+		requested = p.Scopes
+	}
+	// In keyScopes' order, without duplicates, and only those the caller holds.
+	scopes := slices.DeleteFunc(slices.Clone(keyScopes), func(sc string) bool {
+		return !slices.Contains(requested, sc) || !slices.Contains(p.Scopes, sc)
+	})
+	resp, err := s.accounts.CreateKey(c.Request().Context(), &vfs.KeyCreateRequest{AccountID: p.AccountID, Name: body.Name, Scopes: scopes})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, struct {
+		apiKeyView
+		Key string `json:"key"`
+	}{viewKey(&resp.APIKey, p), resp.Key})
+}
+
+// revokeAPIKey answers DELETE /api/keys/{id}. vfs-svc announces the
+// revocation, so every gateway replica drops the key from its cache.
+func (s *Service) revokeAPIKey(c echo.Context) error {
+	p := principal(c)
+	if _, err := s.accounts.RevokeKey(c.Request().Context(), &vfs.KeyRevokeRequest{AccountID: p.AccountID, KeyID: c.Param("id")}); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// me answers GET /api/me: the caller's account.
+func (s *Service) me(c echo.Context) error {
+	a, err := s.accounts.Get(c.Request().Context(), &vfs.AccountGetRequest{ID: principal(c).AccountID})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, a)
+}

@@ -1,0 +1,418 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Test API keys understood by the fake vfs keys endpoint.
+const (
+	keyGood    = "mb_good"
+	keyOther   = "mb_other"
+	keyNoScope = "mb_noscope"
+	acctGood   = "acct-1"
+	acctOther  = "acct-2"
+	testSecret = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // base64 of 32 bytes
+)
+
+// fakes is a stand-in registry-svc and vfs keys endpoint on real NATS: the
+// gateway's protocol layer is tested on its own, the full stack in
+// services/stack.
+type fakes struct {
+	url     string
+	nc      *nats.Conn
+	mu      sync.Mutex
+	cancels []registry.CancelEvent
+	calls   []registry.CallRequest
+	// started receives the CallID of every "block" call once it runs.
+	started chan string
+	// cancelled receives every CancelEvent published.
+	cancelled chan registry.CancelEvent
+	// revoked holds the hashes of keys the fake vfs no longer accepts.
+	revoked map[string]bool
+	// verifies counts vfs.keys.verify requests.
+	verifies int
+}
+
+// fakeTools is the fake registry's tool set. "whoami" takes user_info, so
+// it needs a caller; "private" is listed for signed-in callers only.
+var fakeTools = []registry.Tool{
+	{Name: "block", Description: "waits for its cancellation", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	{Name: "echo", Description: "echoes text", InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)},
+	{Name: "progress", Description: "reports progress twice", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	{Name: "regional", Description: "mirrors region in Mcp-Param-Region", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
+	{Name: "whoami", Description: "names the caller", InputSchema: json.RawMessage(`{"type":"object"}`), TakesUserInfo: true},
+}
+
+var privateTool = registry.Tool{Name: "private", Description: "personal tool", InputSchema: json.RawMessage(`{"type":"object"}`), RequiresData: vfs.KindHealth}
+
+// startFakes serves the fake registry and vfs on a fresh NATS server.
+func startFakes(t testing.TB) *fakes {
+	t.Helper()
+	f := &fakes{url: servicetest.NATS(t), started: make(chan string, 16), revoked: map[string]bool{}}
+	f.nc = servicetest.Conn(t, f.url)
+	log := servicetest.Logger(t)
+	reg, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "registry", Version: "0.0.1", Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Stop(context.Background()) })
+	tools := reg.Group("tools")
+	must(t, wire.Handle(tools, "list", func(_ context.Context, req *registry.ListRequest) (*registry.ListResponse, error) {
+		out := append([]registry.Tool(nil), fakeTools...)
+		if !req.Caller.Anonymous() {
+			out = append(out, privateTool)
+		}
+		return &registry.ListResponse{Tools: out, Revision: "1"}, nil
+	}))
+	must(t, wire.Handle(tools, "call", f.call))
+	cancelled := make(chan registry.CancelEvent, 16)
+	sub, err := f.nc.Subscribe(registry.SubjectCancel, func(m *nats.Msg) {
+		var ev registry.CancelEvent
+		if json.Unmarshal(m.Data, &ev) == nil {
+			f.mu.Lock()
+			f.cancels = append(f.cancels, ev)
+			f.mu.Unlock()
+			cancelled <- ev
+		}
+	})
+	must(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	f.cancelled = cancelled
+
+	vfsSvc, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "vfs", Version: "0.0.1", Log: log})
+	must(t, err)
+	t.Cleanup(func() { _ = vfsSvc.Stop(context.Background()) })
+	must(t, wire.Handle(vfsSvc.Group("keys"), "verify", func(_ context.Context, req *vfs.KeyVerifyRequest) (*vfs.KeyVerifyResponse, error) {
+		f.mu.Lock()
+		revoked := f.revoked[req.Hash]
+		f.verifies++
+		f.mu.Unlock()
+		if revoked {
+			return nil, wire.Errorf(wire.Unauthenticated, "revoked key")
+		}
+		switch req.Hash {
+		case vfs.HashKey(keyGood):
+			return &vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k1", Scopes: []string{"mcp", "api"}}, nil
+		case vfs.HashKey(keyOther):
+			return &vfs.KeyVerifyResponse{AccountID: acctOther, KeyID: "k2", Scopes: []string{"mcp"}}, nil
+		case vfs.HashKey(keyNoScope):
+			return &vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k3", Scopes: []string{"api"}}, nil
+		}
+		return nil, wire.Errorf(wire.Unauthenticated, "unknown key")
+	}))
+	return f
+}
+
+// call implements the fake tools.
+func (f *fakes) call(ctx context.Context, req *registry.CallRequest) (*registry.CallResponse, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, *req)
+	f.mu.Unlock()
+	text := func(s string) *registry.CallResponse {
+		b, _ := json.Marshal(map[string]string{"type": "text", "text": s})
+		return &registry.CallResponse{Content: []json.RawMessage{b}}
+	}
+	switch req.Name {
+	case "echo":
+		var a struct{ Text string }
+		_ = json.Unmarshal(req.Arguments, &a)
+		return text(a.Text), nil
+	case "regional":
+		return text("ok"), nil
+	case "slow": // unlisted: answers after {"ms": n} milliseconds
+		var a struct{ MS int }
+		_ = json.Unmarshal(req.Arguments, &a)
+		select {
+		case <-time.After(time.Duration(a.MS) * time.Millisecond):
+			return text("slow done"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case "big": // unlisted: a result of {"bytes": n} bytes
+		var a struct{ Bytes int }
+		_ = json.Unmarshal(req.Arguments, &a)
+		return text(strings.Repeat("b", a.Bytes)), nil
+	case "whoami":
+		if req.Caller.Anonymous() {
+			return nil, wire.Errorf(wire.Unauthenticated, "whoami needs a signed-in caller")
+		}
+		return text(req.Caller.AccountID), nil
+	case "private":
+		if req.Caller.Anonymous() {
+			return nil, wire.Errorf(wire.NotFound, "unknown tool %q", req.Name)
+		}
+		return text("private"), nil
+	case "progress":
+		for i := 1; i <= 2; i++ {
+			if req.ProgressSubject != "" {
+				b, _ := json.Marshal(registry.ProgressEvent{Progress: float64(i), Total: 2, Message: fmt.Sprintf("step %d", i)})
+				_ = f.nc.Publish(req.ProgressSubject, b)
+			}
+		}
+		_ = f.nc.Flush()
+		return text("done"), nil
+	case "block":
+		f.started <- req.CallID
+		for {
+			select {
+			case ev := <-f.cancelled:
+				if ev.CallID == req.CallID {
+					return text("cancelled"), nil
+				}
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	return nil, wire.Errorf(wire.NotFound, "unknown tool %q", req.Name)
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testConfig returns the default configuration pointed at natsURL.
+func testConfig(t *testing.T, natsURL string) *conf.Config {
+	t.Helper()
+	res, err := conf.Load(conf.LoadOptions{Path: "", LookupEnv: func(string) (string, bool) { return "", false }})
+	must(t, err)
+	c := res.Config
+	c.NATSURL = natsURL
+	c.HTTPAddr = "127.0.0.1:0"
+	c.MCPPublicURL = "https://mcp.example"
+	c.AllowedOrigins = []string{"https://app.example"}
+	c.MCPSessionKeys = []string{testSecret}
+	c.RateLimitAcct, c.RateLimitIP = 0, 0
+	c.MaxRequestBytes = 64 << 10
+	c.MCPKeepAliveS = 1
+	return c
+}
+
+// startGateway starts a gateway on cfg and returns its /mcp URL.
+func startGateway(t *testing.T, cfg *conf.Config) string {
+	t.Helper()
+	return mcpURL(startService(t, cfg))
+}
+
+// mcpURL is the /mcp URL of a started gateway.
+func mcpURL(s *Service) string { return "http://" + s.Addr() + "/mcp" }
+
+// startService starts a gateway on cfg.
+func startService(t *testing.T, cfg *conf.Config) *Service {
+	t.Helper()
+	s := New(Options{Config: cfg, Log: servicetest.Logger(t)})
+	must(t, s.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Stop(ctx)
+	})
+	return s
+}
+
+// post sends body to url with headers given as name, value pairs.
+func post(t *testing.T, url, body string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	return send(t, http.MethodPost, url, body, hdr...)
+}
+
+func send(t *testing.T, method, url, body string, hdr ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	must(t, err)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i] == "Host" {
+			req.Host = hdr[i+1]
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	return resp, b
+}
+
+// rpcReply is a decoded JSON-RPC response.
+type rpcReply struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int64           `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
+	} `json:"error"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+func decode(t *testing.T, b []byte) rpcReply {
+	t.Helper()
+	var r rpcReply
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatalf("decoding %q: %v", b, err)
+	}
+	return r
+}
+
+// sseMessages parses an event-stream body into its JSON-RPC messages.
+func sseMessages(t *testing.T, r io.Reader) []rpcReply {
+	t.Helper()
+	var out []rpcReply
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, decode(t, []byte(data)))
+		}
+	}
+	return out
+}
+
+// Transport headers and the modern protocol version, as clients spell them.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+	headerMethod          = "Mcp-Method"
+	headerName            = "Mcp-Name"
+	modernVersion         = "2026-07-28"
+	// codeSessionNotFound is the JSON-RPC error of an unknown session.
+	codeSessionNotFound = -32001
+)
+
+// modernHeaders are the headers of a 2026-07-28 request for method (and
+// tool name for tools/call).
+func modernHeaders(method, name string) []string {
+	h := []string{headerProtocolVersion, modernVersion, headerMethod, method}
+	if name != "" {
+		h = append(h, headerName, name)
+	}
+	return h
+}
+
+// modernMeta is a complete per-request _meta.
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}`
+
+// An HTTP request's W3C trace context travels on into the NATS requests
+// the gateway makes for it.
+func TestTraceContextReachesNATS(t *testing.T) {
+	f := startFakes(t)
+	url := startGateway(t, testConfig(t, f.url))
+	seen := make(chan string, 4)
+	// A plain subscription gets a copy of every request, beside the queue group.
+	sub, err := f.nc.Subscribe(registry.SubjectCall, func(m *nats.Msg) { seen <- m.Header.Get("traceparent") })
+	must(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	must(t, f.nc.Flush())
+
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	resp, body := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`,
+		"Content-Type", "application/json", "Accept", "application/json, text/event-stream",
+		"traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+	if resp.StatusCode != 200 {
+		t.Fatalf("tools/call = %d %s", resp.StatusCode, body)
+	}
+	select {
+	case tp := <-seen:
+		if !strings.Contains(tp, traceID) {
+			t.Errorf("NATS traceparent %q does not continue trace %s", tp, traceID)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no registry call seen")
+	}
+}
+
+// TestReadTimeoutSparesLongAnswers: HTTP_READ_TIMEOUT_S bounds reading
+// the request only; a tool call that answers after it is not cancelled
+// (net/http lifts the read deadline once the body is read).
+func TestReadTimeoutSparesLongAnswers(t *testing.T) {
+	f := startFakes(t)
+	cfg := testConfig(t, f.url)
+	cfg.HTTPReadTimeoutS = 1
+	url := startGateway(t, cfg)
+	resp, body := post(t, url, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow","arguments":{"ms":2500}}}`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "slow done") {
+		t.Fatalf("%d %s, want the slow result", resp.StatusCode, body)
+	}
+}
+
+// dial opens a raw connection to the gateway of cfg.
+func dial(t *testing.T, s *Service) net.Conn {
+	t.Helper()
+	conn, err := net.Dial("tcp", s.Addr())
+	must(t, err)
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// closedWithin reports whether the server ends conn (answering or not)
+// before limit.
+func closedWithin(t *testing.T, conn net.Conn, r io.Reader, limit time.Duration) bool {
+	t.Helper()
+	must(t, conn.SetReadDeadline(time.Now().Add(limit)))
+	_, err := io.Copy(io.Discard, r)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestSlowClientsAreCut: a client that stops sending its body, or keeps an
+// idle connection, is disconnected after HTTP_READ_TIMEOUT_S or
+// HTTP_IDLE_TIMEOUT_S.
+func TestSlowClientsAreCut(t *testing.T) {
+	f := startFakes(t)
+	cfg := testConfig(t, f.url)
+	cfg.HTTPReadTimeoutS, cfg.HTTPIdleTimeoutS = 1, 1
+	s := startService(t, cfg)
+
+	t.Run("stalled body", func(t *testing.T) {
+		conn := dial(t, s)
+		_, err := io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+		must(t, err)
+		if !closedWithin(t, conn, conn, 10*time.Second) {
+			t.Fatal("a stalled body kept the connection open")
+		}
+	})
+	t.Run("idle keep-alive", func(t *testing.T) {
+		conn := dial(t, s)
+		_, err := io.WriteString(conn, "GET /.well-known/oauth-protected-resource HTTP/1.1\r\nHost: x\r\n\r\n")
+		must(t, err)
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		must(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || resp.Close {
+			t.Fatalf("%d close=%v, want a kept-alive 200", resp.StatusCode, resp.Close)
+		}
+		if !closedWithin(t, conn, br, 10*time.Second) {
+			t.Fatal("an idle connection stayed open")
+		}
+	})
+}

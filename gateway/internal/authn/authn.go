@@ -1,0 +1,197 @@
+// Package authn verifies the bearer token of a gateway request once and
+// carries the caller's identity in the request context; it also holds the
+// rate limits that /mcp and /api share. It renders nothing itself: each
+// surface (the MCP transport, the REST API) turns the verdict into its own
+// error shape. The model is the official go-sdk, whose auth is a middleware
+// outside the transport (auth.RequireBearerToken, auth.TokenInfoFromContext).
+package authn
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Principal is an authenticated caller.
+type Principal struct {
+	AccountID string
+	KeyID     string
+	Scopes    []string
+	// Agent is the visibility profile named by an agent's token
+	// (agent.AgentNone for plain clients).
+	Agent agent.Name
+	// SessionID is the chat session of an agent's per-turn token (its sid
+	// claim); "" for API keys and OAuth access tokens. See design.md
+	// ("Identity") for what tools see as user_info.session_id.
+	SessionID string
+}
+
+// HasScope reports whether p holds scope.
+func (p *Principal) HasScope(scope string) bool { return slices.Contains(p.Scopes, scope) }
+
+// TokenVerifier resolves an access token of our authorization server (a
+// JWT) to its principal. Every way a token can be wrong is Unauthenticated.
+type TokenVerifier interface {
+	Verify(ctx context.Context, token string) (*Principal, error)
+}
+
+// KeyVerifier checks an API key's hash with the account store (vfs-svc).
+type KeyVerifier interface {
+	VerifyKey(ctx context.Context, req *vfs.KeyVerifyRequest) (*vfs.KeyVerifyResponse, error)
+}
+
+// Options configures an Authenticator.
+type Options struct {
+	// Keys verifies API keys; verified keys are cached for keyCacheTTL.
+	Keys KeyVerifier
+	// Tokens verifies our access tokens.
+	Tokens TokenVerifier
+	// Limits counts invalid tokens against the client IP's budget.
+	Limits *Limits
+	// Metrics receives gateway_auth_verifications_total; nil means none.
+	Metrics prometheus.Registerer
+}
+
+// Authenticator verifies bearer tokens: Mirobody API keys and access
+// tokens of the gateway's authorization server. Session cookies of the
+// login pages never reach it.
+type Authenticator struct {
+	opts     Options
+	keys     *keyCache
+	verified *prometheus.CounterVec
+}
+
+// New returns an Authenticator for opts.
+func New(opts Options) (*Authenticator, error) {
+	a := &Authenticator{opts: opts, keys: newKeyCache(), verified: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gateway_auth_verifications_total",
+		Help: "Bearer tokens verified, by kind (key, jwt, other) and result (ok, invalid, error); one per request that presents a token.",
+	}, []string{"kind", "result"})}
+	if opts.Metrics != nil {
+		if err := opts.Metrics.Register(a.verified); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// ForgetKeys drops every cached API key, after a revocation
+// (events.keys.revoked).
+func (a *Authenticator) ForgetKeys() { a.keys.reset() }
+
+// Bearer returns the token of an `Authorization: Bearer` header, or "".
+func Bearer(h string) string {
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// verify resolves token to a principal.
+func (a *Authenticator) verify(ctx context.Context, token string) (p *Principal, err error) {
+	kind := "other"
+	defer func() {
+		result := "ok"
+		switch {
+		case wire.IsCode(err, wire.Unauthenticated):
+			result = "invalid"
+		case err != nil:
+			result = "error"
+		}
+		a.verified.WithLabelValues(kind, result).Inc()
+	}()
+	if strings.Count(token, ".") == 2 && !strings.HasPrefix(token, vfs.KeyPrefix) {
+		kind = "jwt"
+		return a.opts.Tokens.Verify(ctx, token)
+	}
+	if !strings.HasPrefix(token, vfs.KeyPrefix) {
+		return nil, wire.Errorf(wire.Unauthenticated, "invalid token")
+	}
+	kind = "key"
+	hash := vfs.HashKey(token)
+	if p, ok := a.keys.get(hash); ok {
+		return p, nil
+	}
+	r, err := a.opts.Keys.VerifyKey(ctx, &vfs.KeyVerifyRequest{Hash: hash})
+	if err != nil {
+		return nil, err
+	}
+	p = &Principal{AccountID: r.AccountID, KeyID: r.KeyID, Scopes: r.Scopes}
+	a.keys.put(hash, p)
+	return p, nil
+}
+
+// verdict is the outcome of verifying a request's bearer token.
+type verdict struct {
+	p   *Principal
+	err error
+}
+
+type verdictKey struct{}
+
+// FromContext returns the caller of the request ctx belongs to: its
+// principal, or why the token it presented was refused. A request without
+// a bearer token (or one that did not pass through Middleware) is nil,
+// nil: anonymous.
+func FromContext(ctx context.Context) (*Principal, error) {
+	v, _ := ctx.Value(verdictKey{}).(*verdict)
+	if v == nil {
+		return nil, nil
+	}
+	return v.p, v.err
+}
+
+// Require returns the principal of ctx if it holds scope: a request
+// without a token is Unauthenticated, one with a refused token gets the
+// refusal, one without the scope PermissionDenied.
+func Require(ctx context.Context, scope string) (*Principal, error) {
+	v, _ := ctx.Value(verdictKey{}).(*verdict)
+	switch {
+	case v == nil:
+		return nil, wire.Errorf(wire.Unauthenticated, "missing bearer token")
+	case v.err != nil:
+		return nil, v.err
+	case !v.p.HasScope(scope):
+		return nil, wire.Errorf(wire.PermissionDenied, "token lacks scope %q", scope)
+	}
+	return v.p, nil
+}
+
+// Reject renders a request refused by Middleware (a wire error; a rate
+// limit carries the Retry-After header already).
+type Reject func(w http.ResponseWriter, r *http.Request, err error)
+
+// Middleware verifies the bearer token of every request it wraps, once,
+// and puts the verdict in the request context (FromContext). It refuses
+// nothing but guessing: a presented token that does not verify counts
+// against the client IP's budget whatever the route, and past the budget
+// reject renders a resource_exhausted error with Retry-After. Everything
+// else (anonymous access, scopes, the 401 challenge) is the route's
+// decision, so that each surface answers in its own protocol.
+func (a *Authenticator) Middleware(next http.Handler, reject Reject) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token := Bearer(r.Header.Get("Authorization"))
+		if token == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p, err := a.verify(r.Context(), token)
+		r = r.WithContext(context.WithValue(r.Context(), verdictKey{}, &verdict{p: p, err: err}))
+		if wire.IsCode(err, wire.Unauthenticated) {
+			if wait, ok := a.opts.Limits.AllowInvalidToken(ClientIP(r)); !ok {
+				w.Header().Set("Retry-After", RetryAfter(wait))
+				reject(w, r, wire.Errorf(wire.ResourceExhausted, "rate limit exceeded, retry later"))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}

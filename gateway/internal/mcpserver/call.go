@@ -1,0 +1,207 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/mirobody/mirobody-go/gateway/internal/authn"
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// callResult is tools/call's result: the registry's CallToolResult, plus
+// resultType in the modern era.
+type callResult struct {
+	Content           []json.RawMessage `json:"content"`
+	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+	IsError           bool              `json:"isError,omitempty"`
+	ResultType        string            `json:"resultType,omitempty"`
+}
+
+// callParams is tools/call's params.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Meta      json.RawMessage `json:"_meta"`
+}
+
+// callTool serves a single tools/call. The reply is plain JSON unless
+// the client sent a progress token, accepts SSE and the tool reports
+// progress: then the reply turns into an event stream at the first
+// progress event, and the result is its last event. Deciding late keeps
+// the 401 of an anonymous call a real HTTP 401.
+func (m *Server) callTool(w http.ResponseWriter, q *request, msg *rpcMessage) {
+	var (
+		mu   sync.Mutex
+		sse  *sseWriter
+		done bool // the reply is written: late progress is dropped
+	)
+	var progress func(registry.ProgressEvent)
+	if token := progressToken(msg.Params); token != nil && q.sse {
+		progress = func(ev registry.ProgressEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			if done {
+				return
+			}
+			if sse == nil {
+				sse = startSSE(w)
+			}
+			_ = sse.send(rpcNotification{JSONRPC: "2.0", Method: "notifications/progress", Params: &mcp.ProgressNotificationParams{
+				ProgressToken: token, Progress: ev.Progress, Total: ev.Total, Message: ev.Message}})
+		}
+	}
+	res, e := m.call(q.r.Context(), q, msg, progress)
+	mu.Lock()
+	defer mu.Unlock()
+	done = true
+	if sse != nil {
+		_ = sse.send(response(msg.ID, res, e))
+		return
+	}
+	if e != nil {
+		writeRPCError(w, msg.ID, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, rpcResponse{JSONRPC: "2.0", ID: msg.ID, Result: res})
+}
+
+// progressToken returns params._meta.progressToken, or nil.
+func progressToken(params json.RawMessage) any {
+	raw, ok := metaOf(params)["progressToken"]
+	if !ok {
+		return nil
+	}
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if d.Decode(&v) != nil || v == nil {
+		return nil
+	}
+	return v
+}
+
+// call runs the tool through the registry. When progress is set, the
+// registry's progress events for this call are passed to it. A caller that
+// goes away (legacy disconnect, modern stream close) cancels the call.
+func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, progress func(registry.ProgressEvent)) (any, *rpcError) {
+	var p callParams
+	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
+		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: tools/call needs a tool name")
+	}
+	args, err := registry.Arguments(p.Name, p.Arguments)
+	if err != nil {
+		return nil, m.registryError(ctx, err)
+	}
+	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: callID(q, msg.ID), Meta: p.Meta}
+	if progress != nil {
+		req.ProgressSubject = wire.NewStream()
+		stop, err := m.relayProgress(req.ProgressSubject, progress)
+		if err != nil {
+			m.Log.WarnContext(ctx, "progress subscription failed", "err", err)
+			req.ProgressSubject = ""
+		} else {
+			defer stop()
+		}
+	}
+	resp, err := m.registry.Call(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			m.cancel(context.WithoutCancel(ctx), q, req.CallID, "the client went away")
+		}
+		return nil, m.registryError(ctx, err)
+	}
+	out := callResult{Content: resp.Content, StructuredContent: resp.StructuredContent, IsError: resp.IsError}
+	if out.Content == nil {
+		out.Content = []json.RawMessage{}
+	}
+	if q.modern {
+		out.ResultType = "complete"
+	}
+	return out, nil
+}
+
+// callID names a call so that a notifications/cancelled arriving on any
+// replica finds it: the client's scope (its session, else account, else
+// IP) plus its JSON-RPC request id. Only a session id that opened counts:
+// it opens for the account it was sealed for alone, while a bare header
+// value is tolerated on tools/call and anyone could copy it.
+func callID(q *request, id json.RawMessage) string {
+	scope := "sid:" + q.sessionID
+	switch {
+	case q.session != nil:
+	case q.principal != nil:
+		scope = "acct:" + q.principal.AccountID
+	default:
+		scope = "ip:" + authn.ClientIP(q.r)
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, id) != nil {
+		buf.Reset()
+		buf.Write(id)
+	}
+	sum := sha256.Sum256([]byte(scope + "\x00" + buf.String()))
+	return hex.EncodeToString(sum[:16])
+}
+
+// cancel asks the registry replica running callID to stop it, on behalf of
+// q's caller: the registry stops only a call of that same account.
+func (m *Server) cancel(ctx context.Context, q *request, id, reason string) {
+	ev := &registry.CancelEvent{CallID: id, AccountID: q.caller().AccountID, Reason: reason}
+	if err := m.registry.Cancel(ctx, ev); err != nil {
+		m.Log.WarnContext(ctx, "publishing a cancellation failed", "call_id", id, "err", err)
+	}
+}
+
+// relayProgress passes the ProgressEvents published on subject to progress
+// until stop is called. stop first relays every event that arrived before
+// it: the registry publishes progress and replies on one connection, so
+// NATS delivers its progress ahead of the reply, and a channel subscription
+// keeps that order (a callback subscription would race the reply).
+func (m *Server) relayProgress(subject string, progress func(registry.ProgressEvent)) (stop func(), err error) {
+	ch := make(chan *nats.Msg, 256)
+	sub, err := m.Conn.ChanSubscribe(subject, ch)
+	if err != nil {
+		return nil, fmt.Errorf("subscribing to progress: %w", err)
+	}
+	relay := func(nm *nats.Msg) {
+		var ev registry.ProgressEvent
+		if json.Unmarshal(nm.Data, &ev) == nil {
+			progress(ev)
+		}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case nm := <-ch:
+				relay(nm)
+			case <-quit:
+				for {
+					select {
+					case nm := <-ch:
+						relay(nm)
+					default:
+						return
+					}
+				}
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		_ = sub.Unsubscribe()
+	}, nil
+}

@@ -1,0 +1,188 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// JSON-RPC error codes used by /mcp beyond the standard ones in the SDK's
+// jsonrpc package. The modern-era codes are the SDK's (SEP-2575).
+const (
+	codeSessionNotFound            = -32001
+	codeHeaderMismatch             = mcp.CodeHeaderMismatch
+	codeUnsupportedProtocolVersion = mcp.CodeUnsupportedProtocolVersion
+)
+
+// nullID is the id of an error response to a message whose id is unknown.
+var nullID = json.RawMessage("null")
+
+// rpcMessage is one incoming JSON-RPC message. A nil ID is a notification;
+// a message with a result or error and no method is a response to the
+// server, which /mcp never asks anything, so it is accepted and dropped.
+type rpcMessage struct {
+	ID       json.RawMessage
+	Method   string
+	Params   json.RawMessage
+	Response bool
+}
+
+// notification reports whether m expects no reply.
+func (m *rpcMessage) notification() bool { return m.ID == nil }
+
+// rpcResponse is an outgoing JSON-RPC response.
+type rpcResponse struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// rpcNotification is an outgoing JSON-RPC notification.
+type rpcNotification struct {
+	JSONRPC string `json:"jsonrpc"`
+	Method  string `json:"method"`
+	Params  any    `json:"params,omitempty"`
+}
+
+// rpcError is a JSON-RPC error together with the HTTP status it travels
+// with. Most errors are HTTP 200; the transport rules of SPEC §5.1 and
+// §5.4 give some of them a 4xx.
+type rpcError struct {
+	Status int
+	Err    *jsonrpc.Error
+	// Header is set on the HTTP response (WWW-Authenticate, Retry-After).
+	Header map[string]string
+}
+
+func (e *rpcError) Error() string { return e.Err.Message }
+
+// newRPCError builds an rpcError with a formatted message.
+func newRPCError(status int, code int64, format string, args ...any) *rpcError {
+	return &rpcError{Status: status, Err: &jsonrpc.Error{Code: code, Message: fmt.Sprintf(format, args...)}}
+}
+
+// withData returns e carrying data, marshalled.
+func (e *rpcError) withData(data any) *rpcError {
+	b, err := json.Marshal(data)
+	if err == nil {
+		e.Err.Data = b
+	}
+	return e
+}
+
+// splitBody classifies a POST body: one message, or a batch of them. A body
+// that is not JSON is a parse error; JSON that is neither an object nor a
+// non-empty array is an invalid request.
+func splitBody(body []byte) (msgs []json.RawMessage, batch bool, rerr *rpcError) {
+	body = bytes.TrimSpace(body)
+	if !json.Valid(body) {
+		return nil, false, newRPCError(400, jsonrpc.CodeParseError, "parse error: the body is not valid JSON")
+	}
+	switch body[0] {
+	case '{':
+		return []json.RawMessage{body}, false, nil
+	case '[':
+		if err := json.Unmarshal(body, &msgs); err != nil || len(msgs) == 0 {
+			return nil, true, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: an empty batch")
+		}
+		return msgs, true, nil
+	}
+	return nil, false, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: the body must be a JSON-RPC object")
+}
+
+// parseMessage validates one JSON-RPC message. On failure it returns the id
+// to answer with (null when the id itself is unusable).
+func parseMessage(raw json.RawMessage) (*rpcMessage, json.RawMessage, *rpcError) {
+	var m struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  *string         `json:"method"`
+		Params  json.RawMessage `json:"params"`
+		Result  json.RawMessage `json:"result"`
+		Error   json.RawMessage `json:"error"`
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, nullID, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: a JSON-RPC message must be an object")
+	}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, nullID, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: %v", err)
+	}
+	id := m.ID
+	if id != nil && !validID(id) {
+		return nil, nullID, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: id must be a string or an integer")
+	}
+	replyID := id
+	if replyID == nil {
+		replyID = nullID
+	}
+	if m.JSONRPC != "2.0" {
+		return nil, replyID, newRPCError(400, jsonrpc.CodeInvalidRequest, `invalid request: jsonrpc must be "2.0"`)
+	}
+	if m.Method == nil {
+		if id != nil && (m.Result != nil || m.Error != nil) {
+			return &rpcMessage{ID: id, Response: true}, nil, nil
+		}
+		return nil, replyID, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: method is missing")
+	}
+	if *m.Method == "" {
+		return nil, replyID, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: method is empty")
+	}
+	p := bytes.TrimSpace(m.Params)
+	if len(p) > 0 && !bytes.Equal(p, []byte("null")) && p[0] != '{' {
+		return nil, replyID, newRPCError(200, jsonrpc.CodeInvalidParams, "invalid params: params must be an object")
+	}
+	if bytes.Equal(p, []byte("null")) {
+		p = nil
+	}
+	return &rpcMessage{ID: id, Method: *m.Method, Params: p}, nil, nil
+}
+
+// validID reports whether raw is a JSON string or integer (MCP forbids null
+// ids and JSON-RPC discourages fractions).
+func validID(raw json.RawMessage) bool {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if err := d.Decode(&v); err != nil {
+		return false
+	}
+	switch v := v.(type) {
+	case string:
+		return true
+	case json.Number:
+		_, err := v.Int64()
+		return err == nil
+	}
+	return false
+}
+
+// requestMeta is the part of params every method may carry.
+type requestMeta struct {
+	Meta map[string]json.RawMessage `json:"_meta"`
+}
+
+// metaOf returns params._meta, nil when absent or malformed.
+func metaOf(params json.RawMessage) map[string]json.RawMessage {
+	if len(params) == 0 {
+		return nil
+	}
+	var p requestMeta
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil
+	}
+	return p.Meta
+}
+
+// metaString returns the string at key in meta, or "".
+func metaString(meta map[string]json.RawMessage, key string) string {
+	var s string
+	if raw, ok := meta[key]; ok {
+		_ = json.Unmarshal(raw, &s)
+	}
+	return s
+}

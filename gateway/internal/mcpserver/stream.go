@@ -1,0 +1,307 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/mirobody/mirobody-go/gateway/internal/authn"
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs"
+)
+
+// sseWriter writes Server-Sent Events; send may be called from several
+// goroutines.
+type sseWriter struct {
+	mu sync.Mutex
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+// startSSE commits a 200 event-stream response.
+func startSSE(w http.ResponseWriter) *sseWriter {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	_ = s.rc.Flush()
+	return s
+}
+
+// send writes v as one message event.
+func (s *sseWriter) send(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding an event: %w", err)
+	}
+	return s.write("event: message\ndata: " + string(b) + "\n\n")
+}
+
+// keepAlive writes an SSE comment, which clients ignore and proxies see as
+// traffic.
+func (s *sseWriter) keepAlive() error { return s.write(": keep-alive\n\n") }
+
+func (s *sseWriter) write(text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.w.Write([]byte(text)); err != nil {
+		return fmt.Errorf("writing an event: %w", err)
+	}
+	return s.rc.Flush()
+}
+
+// hub fans tool-set changes out to open streams: events.registry.changed
+// concerns everyone, events.data.changed.<account> one account (its gated
+// tools appear or vanish), and so does events.registry.changed.<account>
+// (its external MCP servers changed).
+type hub struct {
+	mu        sync.Mutex
+	listeners map[*listener]struct{}
+	subs      []*nats.Subscription
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// listener is one open stream's mailbox; ch holds at most one pending
+// change, since list_changed carries no detail worth queueing.
+type listener struct {
+	account string
+	ch      chan struct{}
+}
+
+// newHub subscribes to the change events on nc.
+func newHub(nc *nats.Conn) (*hub, error) {
+	h := &hub{listeners: map[*listener]struct{}{}, done: make(chan struct{})}
+	sub, err := nc.Subscribe(registry.EventChanged, func(*nats.Msg) { h.notify("") })
+	if err != nil {
+		return nil, fmt.Errorf("subscribing to %s: %w", registry.EventChanged, err)
+	}
+	h.subs = append(h.subs, sub)
+	sub, err = nc.Subscribe(vfs.EventDataChangedPrefix+"*", func(msg *nats.Msg) {
+		if acct := strings.TrimPrefix(msg.Subject, vfs.EventDataChangedPrefix); acct != "" {
+			h.notify(acct)
+		}
+	})
+	if err != nil {
+		h.close()
+		return nil, fmt.Errorf("subscribing to %s*: %w", vfs.EventDataChangedPrefix, err)
+	}
+	h.subs = append(h.subs, sub)
+	sub, err = nc.Subscribe(registry.EventAccountChangedPrefix+"*", func(msg *nats.Msg) {
+		if acct := strings.TrimPrefix(msg.Subject, registry.EventAccountChangedPrefix); acct != "" {
+			h.notify(acct)
+		}
+	})
+	if err != nil {
+		h.close()
+		return nil, fmt.Errorf("subscribing to %s*: %w", registry.EventAccountChangedPrefix, err)
+	}
+	h.subs = append(h.subs, sub)
+	return h, nil
+}
+
+// add registers a listener for account ("" for anonymous streams, which
+// only see registry-wide changes).
+func (h *hub) add(account string) (*listener, func()) {
+	l := &listener{account: account, ch: make(chan struct{}, 1)}
+	h.mu.Lock()
+	h.listeners[l] = struct{}{}
+	h.mu.Unlock()
+	return l, func() {
+		h.mu.Lock()
+		delete(h.listeners, l)
+		h.mu.Unlock()
+	}
+}
+
+// notify wakes the listeners of account, or all of them when account is "".
+func (h *hub) notify(account string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for l := range h.listeners {
+		if account != "" && l.account != account {
+			continue
+		}
+		select {
+		case l.ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// close unsubscribes and ends every open stream.
+func (h *hub) close() {
+	h.closeOnce.Do(func() {
+		for _, s := range h.subs {
+			_ = s.Unsubscribe()
+		}
+		close(h.done)
+	})
+}
+
+// listChanged is the notification sent on change; meta tags it with the
+// subscription in the modern era.
+func listChanged(meta mcp.Meta) rpcNotification {
+	var params any
+	if meta != nil {
+		params = map[string]any{"_meta": meta}
+	}
+	return rpcNotification{JSONRPC: "2.0", Method: "notifications/tools/list_changed", Params: params}
+}
+
+// get serves the legacy GET stream, which carries list_changed.
+func (m *Server) get(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(headerProtocolVersion) == modernVersion {
+		w.Header().Set("Allow", "POST")
+		writeRPCError(w, nullID, newRPCError(http.StatusMethodNotAllowed, jsonrpc.CodeInvalidRequest, "GET streams do not exist in protocol version %s: use subscriptions/listen", modernVersion))
+		return
+	}
+	p, e := m.authenticate(r)
+	if e == nil {
+		e = m.admit(r, p)
+	}
+	if e != nil {
+		writeRPCError(w, nullID, e)
+		return
+	}
+	if !acceptsSSE(r) {
+		writeRPCError(w, nullID, newRPCError(http.StatusNotAcceptable, jsonrpc.CodeInvalidRequest, "GET /mcp needs Accept: text/event-stream"))
+		return
+	}
+	account := ""
+	if p != nil {
+		account = p.AccountID
+	}
+	if sid := r.Header.Get(headerSessionID); sid != "" {
+		if s, err := m.sealer.open(sid, account); err != nil || m.revoked.Has(s.Nonce) {
+			writeRPCError(w, nullID, newRPCError(http.StatusNotFound, codeSessionNotFound, "session not found: initialize again"))
+			return
+		}
+	}
+	m.stream(w, r, p, streamHooks{change: func(sse *sseWriter) error { return sse.send(listChanged(nil)) }})
+}
+
+// listen serves the modern subscriptions/listen: an acknowledgement, then
+// the opted-in notifications, until the client closes the stream.
+func (m *Server) listen(w http.ResponseWriter, q *request, msg *rpcMessage) {
+	var p mcp.SubscriptionsListenParams
+	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Notifications == nil {
+		writeRPCError(w, msg.ID, newRPCError(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: notifications is required"))
+		return
+	}
+	meta := mcp.Meta{mcp.MetaKeySubscriptionID: msg.ID} // the raw id, unchanged
+	ack := mcp.NotificationSubscriptions{ToolsListChanged: p.Notifications.ToolsListChanged}
+	first := rpcNotification{JSONRPC: "2.0", Method: "notifications/subscriptions/acknowledged",
+		Params: &mcp.SubscriptionsAcknowledgedParams{Meta: meta, Notifications: ack}}
+	onChange := func(sse *sseWriter) error {
+		if !ack.ToolsListChanged {
+			return nil
+		}
+		return sse.send(listChanged(meta))
+	}
+	m.stream(w, q.r, q.principal, streamHooks{
+		open:   func(sse *sseWriter) error { return sse.send(first) },
+		change: onChange,
+		// The server ends the subscription (shutdown): a result says so.
+		close: func(sse *sseWriter) {
+			r := &mcp.SubscriptionsListenResult{Meta: mcp.Meta{}}
+			r.ResultType = "complete"
+			_ = sse.send(rpcResponse{JSONRPC: "2.0", ID: msg.ID, Result: r})
+		},
+	})
+}
+
+// streamHooks are what one kind of stream sends: open once at the start,
+// change on every visible change, close when the gateway stops. Any hook
+// may be nil but change.
+type streamHooks struct {
+	open   func(*sseWriter) error
+	change func(*sseWriter) error
+	close  func(*sseWriter)
+}
+
+// stream holds an SSE response open: it sends keep-alives, runs the hooks,
+// and ends when the client leaves or the gateway stops. Streams are bounded
+// per account (or per IP when anonymous).
+func (m *Server) stream(w http.ResponseWriter, r *http.Request, p *authn.Principal, hooks streamHooks) {
+	account := ""
+	if p != nil {
+		account = p.AccountID
+	}
+	release, ok := m.Limits.OpenStream(r, p)
+	if !ok {
+		e := newRPCError(http.StatusTooManyRequests, jsonrpc.CodeInternalError, "too many open streams for this account")
+		e.Header = map[string]string{"Retry-After": "30"}
+		writeRPCError(w, nullID, e)
+		return
+	}
+	defer release()
+	l, remove := m.hub.add(account)
+	defer remove()
+	sse := startSSE(w)
+	if hooks.open != nil && hooks.open(sse) != nil {
+		return
+	}
+	tick := time.NewTicker(m.KeepAlive)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-m.hub.done:
+			if hooks.close != nil {
+				hooks.close(sse)
+			}
+			return
+		case <-l.ch:
+			if hooks.change(sse) != nil {
+				return
+			}
+		case <-tick.C:
+			if sse.keepAlive() != nil {
+				return
+			}
+		}
+	}
+}
+
+// delete ends a legacy session: its nonce joins the revocations of every
+// replica (sealed ids cannot be recalled, so they are refused instead).
+func (m *Server) delete(w http.ResponseWriter, r *http.Request) {
+	p, e := m.authenticate(r)
+	if e != nil {
+		writeRPCError(w, nullID, e)
+		return
+	}
+	sid := r.Header.Get(headerSessionID)
+	if sid == "" {
+		writeRPCError(w, nullID, newRPCError(http.StatusBadRequest, jsonrpc.CodeInvalidRequest, "DELETE needs an %s header", headerSessionID))
+		return
+	}
+	account := ""
+	if p != nil {
+		account = p.AccountID
+	}
+	sess, err := m.sealer.open(sid, account)
+	if err != nil || m.revoked.Has(sess.Nonce) {
+		writeRPCError(w, nullID, newRPCError(http.StatusNotFound, codeSessionNotFound, "session not found"))
+		return
+	}
+	ev := sessionDeleted{Nonce: sess.Nonce, Until: m.sealer.expiry(sess)}
+	m.revoked.Add(ev.Nonce, ev.Until)
+	if b, err := json.Marshal(ev); err == nil {
+		if err := m.Conn.Publish(subjectSessionDeleted, b); err != nil {
+			m.Log.WarnContext(r.Context(), "publishing a session deletion failed", "err", err)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
