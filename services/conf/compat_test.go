@@ -111,7 +111,10 @@ func TestCompatValues(t *testing.T) {
 		{"types disagree", "PROVIDERS_DEEP: {x: {type: openai, llm_type: anthropic, model: m}}\n", nil, nil, "", "type \"openai\" and llm_type \"anthropic\" disagree"},
 		{"temperature range", "PROVIDERS_DEEP: {x: {type: openai, model: m, temperature: 7}}\n", nil, nil, "", "temperature 7 is not between 0 and 2"},
 		{"providers from env", "", map[string]string{"PROVIDERS_DEEP": `{"g":{"llm_type":"google-genai","model":"m","max_tokens":5}}`},
-			func(c *Config) bool { g := c.ProvidersDeep["g"]; return g.Type == "google-genai" && g.APIKey == "GOOGLE_API_KEY" && g.MaxTokens == 5 }, "", ""},
+			func(c *Config) bool {
+				g := c.ProvidersDeep["g"]
+				return g.Type == "google-genai" && g.APIKey == "GOOGLE_API_KEY" && g.MaxTokens == 5
+			}, "", ""},
 		{"an empty upstream key is silent", "REDIS_HOST: ''\nPROMPTS_RTC:\n", nil, func(*Config) bool { return true }, "", ""},
 		{"a typo still warns", "ALOWED_TOOLS_DEEP: [x]\n", nil, func(*Config) bool { return true }, "unknown config key ALOWED_TOOLS_DEEP", ""},
 	}
