@@ -33,10 +33,7 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	if strings.TrimSpace(req.Question) == "" {
 		return nil, wire.Errorf(wire.InvalidArgument, "question is empty")
 	}
-	kind, err := agent.Normalize(req.Agent, s.opts.Config.DefaultAgent)
-	if err != nil {
-		return nil, err
-	}
+	kind, notice := agent.OrDefault(req.Agent, s.opts.Config.DefaultAgent)
 	if kind == agent.AgentBase && req.MCPToken == "" {
 		return nil, wire.Errorf(wire.FailedPrecondition, "a Base turn needs an MCP token; start it through the gateway")
 	}
@@ -69,7 +66,7 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	s.runs[req.RunID] = cancel
 	s.mu.Unlock()
 	s.wg.Add(1)
-	r := &turnRun{s: s, req: req, sessionID: sessionID, history: history, kind: kind, provider: provider,
+	r := &turnRun{s: s, req: req, sessionID: sessionID, history: history, kind: kind, notice: notice, provider: provider,
 		heartbeat: time.Duration(hb) * time.Millisecond}
 	go func() {
 		defer s.wg.Done()
@@ -135,8 +132,11 @@ type turnRun struct {
 	req       *agent.StartRequest
 	sessionID string
 	// history is the session's model messages, loaded before the ack.
-	history   []llm.Message
-	kind      string
+	history []llm.Message
+	kind    string
+	// notice, when set, is sent right after start: the agent asked for
+	// is not one of ours, and kind answers instead.
+	notice    string
 	provider  *resolved
 	heartbeat time.Duration
 
@@ -179,6 +179,9 @@ func (r *turnRun) emit(ev agent.Event) {
 func (r *turnRun) run(ctx context.Context) {
 	log := r.s.log.With("run_id", r.req.RunID, "session_id", r.sessionID)
 	r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID})
+	if r.notice != "" {
+		r.emit(agent.Event{Type: agent.EventNotice, Message: r.notice})
+	}
 	beat := time.NewTicker(r.heartbeat)
 	stopBeat := make(chan struct{})
 	beatDone := make(chan struct{})

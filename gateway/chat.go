@@ -97,8 +97,8 @@ func (s *Service) chat(c echo.Context) error {
 // longer than the turn and at most 10 minutes. The user's own key never
 // leaves the gateway.
 func (s *Service) baseToken(ctx context.Context, req *agent.StartRequest) error {
-	// agent-svc refuses an unknown agent; only a Base turn needs a token.
-	if a, err := agent.Normalize(req.Agent, s.opts.Config.DefaultAgent); err != nil || a != agent.AgentBase {
+	// Only a Base turn needs a token (an unknown agent falls back as in agent-svc).
+	if a, _ := agent.OrDefault(req.Agent, s.opts.Config.DefaultAgent); a != agent.AgentBase {
 		return nil
 	}
 	if req.SessionID == "" {

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -19,4 +20,18 @@ func Normalize(a, def string) (string, error) {
 		return AgentBase, nil
 	}
 	return "", wire.Errorf(wire.InvalidArgument, "agent must be deep or base, not %q", a)
+}
+
+// OrDefault is Normalize with upstream Mirobody's fallback: a name that is
+// not one of ours (upstream's Mix, RTC, ...) runs def's agent instead, and
+// notice says so, for the turn's notice event; notice is "" otherwise.
+func OrDefault(a, def string) (kind, notice string) {
+	kind, err := Normalize(a, def)
+	if err == nil {
+		return kind, ""
+	}
+	if kind, err = Normalize("", def); err != nil {
+		kind = AgentDeep
+	}
+	return kind, fmt.Sprintf("agent %q is not available here; the %s agent answers instead", a, kind)
 }
