@@ -119,7 +119,8 @@ func (s *Service) Start(ctx context.Context) error {
 		subagents[k] = deep.Subagent{Description: v.Description, Prompt: v.Prompt}
 	}
 	s.agents = map[string]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: vfs.NewFS(n.Client), REPL: s.repl, Prompt: prompt,
-		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens, Log: s.log}),
+		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens,
+		Allowed: cfg.AllowedToolsDeep, Disallowed: cfg.DisallowedToolsDeep, Log: s.log}),
 		agent.AgentBase: base.New(base.Options{MCPURL: mcpURL(cfg), Prompt: basePrompt, MaxSteps: cfg.MaxSteps, MaxResultChars: cfg.EvictChars, Log: s.log})}
 	if err := s.register(); err != nil {
 		_ = s.Stop(ctx)

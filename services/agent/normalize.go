@@ -22,6 +22,11 @@ func Normalize(a, def string) (string, error) {
 	return "", wire.Errorf(wire.InvalidArgument, "agent must be deep or base, not %q", a)
 }
 
+// DeepOwnTools are the Deep agent's own tools, beside the registry's:
+// ALLOWED_TOOLS_DEEP and DISALLOWED_TOOLS_DEEP apply to them too, and the
+// registry knows them so that it does not call them unknown names.
+var DeepOwnTools = []string{"write_todos", "ls", "read_file", "write_file", "edit_file", "glob", "grep", "task", "js_eval"}
+
 // OrDefault is Normalize with upstream Mirobody's fallback: a name that is
 // not one of ours (upstream's Mix, RTC, ...) runs def's agent instead, and
 // notice says so, for the turn's notice event; notice is "" otherwise.

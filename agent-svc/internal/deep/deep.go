@@ -47,6 +47,11 @@ type Options struct {
 	ContextTokens int
 	// StreamRetries is how often a step whose stream broke is retried.
 	StreamRetries int
+	// Allowed and Disallowed are ALLOWED_TOOLS_DEEP and
+	// DISALLOWED_TOOLS_DEEP, applied to the agent's own tools as the
+	// registry applies them to its tools (SPEC §8): when Allowed is set
+	// only those, and Disallowed always wins.
+	Allowed, Disallowed []string
 	Log           *slog.Logger
 }
 
