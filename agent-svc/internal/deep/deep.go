@@ -52,7 +52,7 @@ type Options struct {
 	// registry applies them to its tools (SPEC §8): when Allowed is set
 	// only those, and Disallowed always wins.
 	Allowed, Disallowed []string
-	Log           *slog.Logger
+	Log                 *slog.Logger
 }
 
 // Agent runs Deep turns; it implements turn.Agent.
