@@ -27,6 +27,8 @@ type chatRequest struct {
 	Model     string `json:"model"`
 	Language  string `json:"language"`
 	Timezone  string `json:"timezone"`
+	// PromptName picks a PROMPTS_{NAME} template (upstream's field).
+	PromptName string `json:"prompt_name"`
 	// MCPServers are external MCP servers for this turn only (SPEC §7).
 	MCPServers []registry.ServerSpec `json:"mcp_servers"`
 }
@@ -49,7 +51,7 @@ func (s *Service) chat(c echo.Context) error {
 	}
 	req := &agent.StartRequest{RunID: uuid.NewString(), AccountID: principal(c).AccountID, SessionID: body.SessionID, Question: q,
 		Agent: body.Agent, Provider: body.Provider, Model: body.Model, Language: body.Language, Timezone: body.Timezone,
-		MCPServers: body.MCPServers}
+		PromptName: body.PromptName, MCPServers: body.MCPServers}
 	if err := s.baseToken(c.Request().Context(), req); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@
 package deep
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,7 +109,7 @@ func (a *Agent) Run(ctx context.Context, t *turn.Turn) (*turn.Outcome, error) {
 }
 
 func (r *run) setup(ctx context.Context) error {
-	system, err := renderPrompt(r.a.opts.Prompt, r.turn.PromptData)
+	system, err := renderPrompt(cmp.Or(r.turn.Prompt, r.a.opts.Prompt), r.turn.PromptData)
 	if err != nil {
 		return err
 	}
