@@ -51,10 +51,12 @@ type Service struct {
 	// the agent running their turns.
 	providers map[agent.Name]*providerSet
 	agents    map[agent.Name]turn.Agent
-	sessions  *vfs.Sessions
-	repl      *jsrepl.Store
-	scripted  *scripted.Server
-	subs      []*nats.Subscription
+	// prompts are each agent's PROMPT_ and PROMPTS_ templates.
+	prompts  map[agent.Name]*promptSet
+	sessions *vfs.Sessions
+	repl     *jsrepl.Store
+	scripted *scripted.Server
+	subs     []*nats.Subscription
 
 	mu   sync.Mutex
 	runs map[string]context.CancelCauseFunc
@@ -77,14 +79,15 @@ func (s *Service) Name() string { return "agent-svc" }
 // Start connects to NATS and serves the endpoints.
 func (s *Service) Start(ctx context.Context) error {
 	cfg := s.opts.Config
-	prompt, err := deep.ParsePrompt(cfg.PromptDeep)
+	deepPrompts, err := loadPrompts(cfg.Dir, agent.AgentDeep, cfg.PromptDeep, cfg.PromptsDeep, s.log)
 	if err != nil {
-		return fmt.Errorf("PROMPT_DEEP: %w", err)
+		return err
 	}
-	basePrompt, err := base.ParsePrompt(cfg.PromptBase)
+	basePrompts, err := loadPrompts(cfg.Dir, agent.AgentBase, cfg.PromptBase, cfg.PromptsBase, s.log)
 	if err != nil {
-		return fmt.Errorf("PROMPT_BASE: %w", err)
+		return err
 	}
+	s.prompts = map[agent.Name]*promptSet{agent.AgentDeep: deepPrompts, agent.AgentBase: basePrompts}
 	s.providers = map[agent.Name]*providerSet{agent.AgentDeep: newProviderSet(cfg, agent.AgentDeep, cfg.ProvidersDeep),
 		agent.AgentBase: newProviderSet(cfg, agent.AgentBase, cfg.ProvidersBase)}
 	if cfg.Provider == ScriptedProvider {
@@ -118,9 +121,10 @@ func (s *Service) Start(ctx context.Context) error {
 	for k, v := range cfg.SubagentsDeep {
 		subagents[k] = deep.Subagent{Description: v.Description, Prompt: v.Prompt}
 	}
-	s.agents = map[agent.Name]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: vfs.NewFS(n.Client), REPL: s.repl, Prompt: prompt,
-		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens, Log: s.log}),
-		agent.AgentBase: base.New(base.Options{MCPURL: mcpURL(cfg), Prompt: basePrompt, MaxSteps: cfg.MaxSteps, MaxResultChars: cfg.EvictChars, Log: s.log})}
+	s.agents = map[agent.Name]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: vfs.NewFS(n.Client), REPL: s.repl, Prompt: deepPrompts.def,
+		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens,
+		Allowed: cfg.AllowedToolsDeep, Disallowed: cfg.DisallowedToolsDeep, Log: s.log}),
+		agent.AgentBase: base.New(base.Options{MCPURL: mcpURL(cfg), Prompt: basePrompts.def, MaxSteps: cfg.MaxSteps, MaxResultChars: cfg.EvictChars, Log: s.log})}
 	if err := s.register(); err != nil {
 		_ = s.Stop(ctx)
 		return fmt.Errorf("registering agent endpoints: %w", err)

@@ -1,10 +1,12 @@
 package agentsvc
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -18,6 +20,16 @@ import (
 // ScriptedProvider is the PROVIDER value that runs the scripted test
 // provider inside agent-svc, so the stack runs with no API key.
 const ScriptedProvider = "scripted"
+
+// GeminiBaseURL is Gemini's OpenAI-compatible endpoint, which serves
+// upstream Mirobody's llm_type google-genai.
+const GeminiBaseURL = "https://generativelanguage.googleapis.com/v1beta/openai/"
+
+// speaks lists the provider types each agent can use.
+var speaks = map[agent.Name][]string{
+	agent.AgentDeep: {"openai", "anthropic", "google-genai"},
+	agent.AgentBase: {"openai-responses", "anthropic"},
+}
 
 // defaultProviders apply when PROVIDERS_DEEP or PROVIDERS_BASE is empty.
 var defaultProviders = map[agent.Name]map[string]conf.Provider{
@@ -76,6 +88,11 @@ func (ps *providerSet) add(name string, p conf.Provider) {
 // picks among the Deep providers; a Base set only checks it when it has
 // an entry of that name.
 func (ps *providerSet) check(log *slog.Logger) error {
+	for _, n := range ps.order {
+		if t := ps.entries[n].Type; !slices.Contains(speaks[ps.agent], t) {
+			return fmt.Errorf("PROVIDERS_%s: provider %s has type %q; the %s agent speaks %s", strings.ToUpper(string(ps.agent)), n, t, ps.agent, strings.Join(speaks[ps.agent], ", "))
+		}
+	}
 	if ps.override != "" {
 		p, ok := ps.entries[ps.override]
 		switch {
@@ -139,7 +156,8 @@ func (ps *providerSet) resolve(name, model string) (*resolved, error) {
 	if model == "" {
 		model = p.Model
 	}
-	opts := llm.ClientOptions{Name: name, BaseURL: p.BaseURL, APIKey: key, MaxRetries: ps.retries}
+	opts := llm.ClientOptions{Name: name, BaseURL: p.BaseURL, APIKey: key, MaxRetries: ps.retries,
+		Sampling: llm.Sampling{Temperature: p.Temperature, MaxTokens: p.MaxTokens, MaxCompletionTokens: p.MaxCompletionTokens}}
 	switch {
 	case ps.agent == agent.AgentBase && p.Type == "openai-responses":
 		return &resolved{remote: llm.NewOpenAIResponses(opts), model: model}, nil
@@ -148,6 +166,9 @@ func (ps *providerSet) resolve(name, model string) (*resolved, error) {
 	case ps.agent == agent.AgentBase:
 		return nil, wire.Errorf(wire.FailedPrecondition, "provider %q has type %q; the Base agent speaks openai-responses or anthropic (PROVIDERS_BASE)", name, p.Type)
 	case p.Type == "openai":
+		return &resolved{provider: llm.NewOpenAI(opts), model: model}, nil
+	case p.Type == "google-genai":
+		opts.BaseURL = cmp.Or(opts.BaseURL, GeminiBaseURL)
 		return &resolved{provider: llm.NewOpenAI(opts), model: model}, nil
 	case p.Type == "anthropic":
 		return &resolved{provider: llm.NewAnthropic(opts), model: model}, nil

@@ -182,3 +182,65 @@ func TestPrivateHost(t *testing.T) {
 		}
 	}
 }
+
+// Upstream Mirobody's provider entries work as written: llm_type,
+// google-genai with GOOGLE_API_KEY, and temperature, max_tokens and
+// max_completion_tokens reach the provider.
+func TestUpstreamProviderEntries(t *testing.T) {
+	srv := scripted.New(scripted.Sequence(scripted.Step{Text: "a"}, scripted.Step{Text: "b"}, scripted.Step{Text: "c"}))
+	t.Cleanup(srv.Close)
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	body := fmt.Sprintf(`PROVIDERS_DEEP:
+  gpt-5-mini: {llm_type: openai, api_key: OPENROUTER_API_KEY, base_url: %[1]q, model: m1, temperature: 0.1, max_completion_tokens: 60000}
+  gemini-3-flash: {llm_type: google-genai, base_url: %[1]q, model: g, temperature: 1.0, max_tokens: 6000}
+  claude: {llm_type: anthropic, api_key: ANTHROPIC_API_KEY, base_url: %[2]q, model: c, temperature: 0.5, max_tokens: 300}
+`, srv.OpenAIBaseURL(), srv.AnthropicBaseURL())
+	if err := os.WriteFile(file, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OPENROUTER_API_KEY": "sk-or", "GOOGLE_API_KEY": "g-key", "ANTHROPIC_API_KEY": "sk-ant"}
+	res, err := conf.Load(conf.LoadOptions{Path: file, LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := newProviderSet(res.Config, agent.AgentDeep, res.Config.ProvidersDeep)
+	if err := ps.check(servicetest.Logger(t)); err != nil {
+		t.Fatal(err)
+	}
+	f := func(v float64) *float64 { return &v }
+	want := []struct {
+		name, auth       string
+		temp             *float64
+		maxTok, maxCompl int
+	}{
+		{"gpt-5-mini", "Bearer sk-or", f(0.1), 0, 60000},
+		{"gemini-3-flash", "Bearer g-key", f(1), 6000, 0},
+		{"claude", "", f(0.5), 300, 0},
+	}
+	for i, w := range want {
+		p, err := ps.resolve(w.name, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.provider.Stream(context.Background(), &llm.Request{Model: p.model, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}, func(llm.Delta) {}); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		got := srv.Requests()[i]
+		if got.Temperature == nil || *got.Temperature != *w.temp || got.MaxTokens != w.maxTok || got.MaxCompletionTokens != w.maxCompl {
+			t.Errorf("%s: provider saw temperature %v max_tokens %d max_completion_tokens %d, want %v %d %d", w.name, got.Temperature,
+				got.MaxTokens, got.MaxCompletionTokens, *w.temp, w.maxTok, w.maxCompl)
+		}
+		if w.auth != "" && got.Header.Get("Authorization") != w.auth {
+			t.Errorf("%s: Authorization %q", w.name, got.Header.Get("Authorization"))
+		}
+	}
+	if errs := srv.Errors(); len(errs) != 0 {
+		t.Errorf("scripted: %v", errs)
+	}
+
+	// A type the agent cannot use stops start-up, even when set in code.
+	bad := newProviderSet(res.Config, agent.AgentBase, map[string]conf.Provider{"x": {Type: "openai", Model: "m"}})
+	if err := bad.check(servicetest.Logger(t)); err == nil || !strings.Contains(err.Error(), `PROVIDERS_BASE: provider x has type "openai"`) {
+		t.Errorf("check: %v", err)
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
+	"text/template"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,10 +35,8 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	if strings.TrimSpace(req.Question) == "" {
 		return nil, wire.Errorf(wire.InvalidArgument, "question is empty")
 	}
-	kind, err := agent.Normalize(req.Agent, s.opts.Config.DefaultAgent)
-	if err != nil {
-		return nil, err
-	}
+	kind, notice := agent.OrDefault(req.Agent, s.opts.Config.DefaultAgent)
+	prompt, promptNotice := s.prompts[kind].pick(req.PromptName)
 	if kind == agent.AgentBase && req.MCPToken == "" {
 		return nil, wire.Errorf(wire.FailedPrecondition, "a Base turn needs an MCP token; start it through the gateway")
 	}
@@ -69,7 +69,8 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	s.runs[req.RunID] = cancel
 	s.mu.Unlock()
 	s.wg.Add(1)
-	r := &turnRun{s: s, req: req, sessionID: sessionID, history: history, kind: kind, provider: provider,
+	r := &turnRun{s: s, req: req, sessionID: sessionID, history: history, kind: kind, prompt: prompt, provider: provider,
+		notices:   slices.DeleteFunc([]string{notice, promptNotice}, func(n string) bool { return n == "" }),
 		heartbeat: time.Duration(hb) * time.Millisecond}
 	go func() {
 		defer s.wg.Done()
@@ -135,8 +136,13 @@ type turnRun struct {
 	req       *agent.StartRequest
 	sessionID string
 	// history is the session's model messages, loaded before the ack.
-	history   []llm.Message
-	kind      agent.Name
+	history []llm.Message
+	kind    agent.Name
+	// notices are sent right after start: the agent asked for is not one
+	// of ours (kind answers instead), or the prompt_name is unknown.
+	notices []string
+	// prompt is the template prompt_name picked; nil for the default.
+	prompt    *template.Template
 	provider  *resolved
 	heartbeat time.Duration
 
@@ -179,6 +185,9 @@ func (r *turnRun) emit(ev agent.Event) {
 func (r *turnRun) run(ctx context.Context) {
 	log := r.s.log.With("run_id", r.req.RunID, "session_id", r.sessionID)
 	r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID})
+	for _, n := range r.notices {
+		r.emit(agent.Event{Type: agent.EventNotice, Message: n})
+	}
 	beat := time.NewTicker(r.heartbeat)
 	stopBeat := make(chan struct{})
 	beatDone := make(chan struct{})
@@ -203,7 +212,7 @@ func (r *turnRun) run(ctx context.Context) {
 func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	cfg := r.s.opts.Config
 	t := &turn.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: r.history,
-		Provider: r.provider.provider, Remote: r.provider.remote, MCPToken: r.req.MCPToken, Model: r.provider.model, Emit: r.emit, MCPServers: r.req.MCPServers,
+		Provider: r.provider.provider, Remote: r.provider.remote, Prompt: r.prompt, MCPToken: r.req.MCPToken, Model: r.provider.model, Emit: r.emit, MCPServers: r.req.MCPServers,
 		PromptData: turn.PromptData{Date: today(r.req.Timezone), Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
 	out, err := r.s.agents[r.kind].Run(ctx, t)
 	if err != nil {

@@ -28,6 +28,8 @@ type chatRequest struct {
 	Model     string `json:"model"`
 	Language  string `json:"language"`
 	Timezone  string `json:"timezone"`
+	// PromptName picks a PROMPTS_{NAME} template (upstream's field).
+	PromptName string `json:"prompt_name"`
 	// MCPServers are external MCP servers for this turn only (SPEC §7).
 	MCPServers []agent.ServerSpec `json:"mcp_servers"`
 }
@@ -50,7 +52,7 @@ func (s *Service) chat(c echo.Context) error {
 	}
 	req := &agent.StartRequest{RunID: uuid.NewString(), AccountID: principal(c).AccountID, SessionID: body.SessionID, Question: q,
 		Agent: body.Agent, Provider: body.Provider, Model: body.Model, Language: body.Language, Timezone: body.Timezone,
-		MCPServers: body.MCPServers}
+		PromptName: body.PromptName, MCPServers: body.MCPServers}
 	if err := s.baseToken(c.Request().Context(), req); err != nil {
 		return err
 	}
@@ -98,8 +100,8 @@ func (s *Service) chat(c echo.Context) error {
 // longer than the turn and at most 10 minutes. The user's own key never
 // leaves the gateway.
 func (s *Service) baseToken(ctx context.Context, req *agent.StartRequest) error {
-	// agent-svc refuses an unknown agent; only a Base turn needs a token.
-	if a, err := agent.Normalize(req.Agent, s.opts.Config.DefaultAgent); err != nil || a != agent.AgentBase {
+	// Only a Base turn needs a token (an unknown agent falls back as in agent-svc).
+	if a, _ := agent.OrDefault(req.Agent, s.opts.Config.DefaultAgent); a != agent.AgentBase {
 		return nil
 	}
 	if req.SessionID == "" {

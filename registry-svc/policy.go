@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -29,6 +30,30 @@ const (
 type Visibility struct {
 	Allowed    map[agent.Name][]string // agent -> whitelist
 	Disallowed map[agent.Name][]string // agent -> blacklist
+}
+
+// warnUnknown logs, once per list, the names in the lists that name no
+// tool: none of known's and, for DEEP, none of the Deep agent's own (which
+// obey the same lists). An external server's tools (<server>__<tool>)
+// belong to one account and are not checked.
+func (v Visibility) warnUnknown(known func(string) bool, log *slog.Logger) {
+	for _, l := range []struct {
+		prefix string
+		lists  map[agent.Name][]string
+	}{{"ALLOWED_TOOLS_", v.Allowed}, {"DISALLOWED_TOOLS_", v.Disallowed}} {
+		for _, a := range []agent.Name{agent.AgentDeep, agent.AgentBase} {
+			var unknown []string
+			for _, name := range l.lists[a] {
+				own := a == agent.AgentDeep && slices.Contains(agent.DeepOwnTools, name)
+				if !own && !known(name) && !strings.Contains(name, "__") {
+					unknown = append(unknown, name)
+				}
+			}
+			if len(unknown) > 0 {
+				log.Warn("a tool visibility list names tools that do not exist; check their spelling", "key", l.prefix+strings.ToUpper(string(a)), "tools", unknown)
+			}
+		}
+	}
 }
 
 // policy decides list and call alike, so a tool that is not listed cannot

@@ -162,3 +162,19 @@ func TestDataProbeFailureListsTool(t *testing.T) {
 		t.Error("the probe failure was not logged")
 	}
 }
+
+// A name in a visibility list that names no tool is a start-up warning;
+// the Deep agent's own tools and external tools are not unknown.
+func TestVisibilityUnknownNames(t *testing.T) {
+	v := Visibility{
+		Allowed:    map[agent.Name][]string{agent.AgentDeep: {"add", "read_file", "gh__issues"}, agent.AgentBase: {"read_file"}},
+		Disallowed: map[agent.Name][]string{agent.AgentDeep: {"js_eval", "task", "write_todos", "ad"}},
+	}
+	log, logs := servicetest.CaptureLogger(t)
+	v.warnUnknown(func(name string) bool { return name == "add" }, log)
+	got := logs.String()
+	if !strings.Contains(got, "key=DISALLOWED_TOOLS_DEEP tools=[ad]") || !strings.Contains(got, "key=ALLOWED_TOOLS_BASE tools=[read_file]") ||
+		strings.Count(got, "do not exist") != 2 {
+		t.Errorf("logs %q", got)
+	}
+}

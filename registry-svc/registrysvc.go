@@ -112,6 +112,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.reg.swap(snap)
 	s.log.Info("tools discovered", "tools", len(snap.sorted), "revision", snap.revision)
+	s.reg.policy.vis.warnUnknown(func(name string) bool { return snap.byName[name] != nil }, s.log)
 	if err := s.serve(); err != nil {
 		_ = s.stopAll(ctx)
 		return err

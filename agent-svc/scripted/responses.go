@@ -16,6 +16,8 @@ type responsesRequest struct {
 	Model        string          `json:"model"`
 	Stream       bool            `json:"stream"`
 	Instructions string          `json:"instructions"`
+	Temperature  *float64        `json:"temperature"`
+	MaxOutput    int             `json:"max_output_tokens"`
 	Input        json.RawMessage `json:"input"`
 	Tools        []struct {
 		Type            string            `json:"type"`
@@ -39,7 +41,8 @@ func parseResponses(r *http.Request) (*Received, error) {
 	if !req.Stream {
 		return nil, fmt.Errorf("responses request without stream=true")
 	}
-	rec := &Received{Format: FormatResponses, Model: req.Model, System: req.Instructions, Header: r.Header}
+	rec := &Received{Format: FormatResponses, Model: req.Model, System: req.Instructions, Header: r.Header, Temperature: req.Temperature,
+		MaxTokens: req.MaxOutput}
 	var s string
 	if json.Unmarshal(req.Input, &s) == nil {
 		rec.Messages = append(rec.Messages, llm.Message{Role: llm.RoleUser, Content: s})

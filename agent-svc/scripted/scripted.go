@@ -77,6 +77,13 @@ type Received struct {
 	Messages []llm.Message
 	// Header holds the request headers (for auth checks).
 	Header http.Header
+	// Temperature, MaxTokens and MaxCompletionTokens are the request's
+	// sampling settings as sent (max_tokens, max_completion_tokens; the
+	// Responses API's max_output_tokens counts as MaxTokens); nil or 0
+	// when absent.
+	Temperature         *float64
+	MaxTokens           int
+	MaxCompletionTokens int
 	// MCP is the MCP server the request hands to the provider; nil for a
 	// request without one. Tools then lists that server's tools, and
 	// Messages grows by each step's tool calls and results.

@@ -11,9 +11,12 @@ import (
 )
 
 type openaiRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
-	Messages []struct {
+	Model               string   `json:"model"`
+	Stream              bool     `json:"stream"`
+	Temperature         *float64 `json:"temperature"`
+	MaxTokens           int      `json:"max_tokens"`
+	MaxCompletionTokens int      `json:"max_completion_tokens"`
+	Messages            []struct {
 		Role       string          `json:"role"`
 		Content    json.RawMessage `json:"content"`
 		ToolCallID string          `json:"tool_call_id"`
@@ -64,7 +67,8 @@ func parseOpenAI(r *http.Request) (*Received, error) {
 	if !req.Stream {
 		return nil, fmt.Errorf("chat completions request without stream=true")
 	}
-	rec := &Received{Format: FormatOpenAI, Model: req.Model, Header: r.Header}
+	rec := &Received{Format: FormatOpenAI, Model: req.Model, Header: r.Header, Temperature: req.Temperature, MaxTokens: req.MaxTokens,
+		MaxCompletionTokens: req.MaxCompletionTokens}
 	for _, t := range req.Tools {
 		if !json.Valid(t.Function.Parameters) {
 			return nil, fmt.Errorf("tool %s has invalid parameters", t.Function.Name)
@@ -130,11 +134,12 @@ func streamOpenAI(e *emitter, rec *Received, step Step) {
 }
 
 type anthropicRequest struct {
-	Model     string          `json:"model"`
-	Stream    bool            `json:"stream"`
-	MaxTokens int             `json:"max_tokens"`
-	System    json.RawMessage `json:"system"`
-	Messages  []struct {
+	Model       string          `json:"model"`
+	Stream      bool            `json:"stream"`
+	MaxTokens   int             `json:"max_tokens"`
+	Temperature *float64        `json:"temperature"`
+	System      json.RawMessage `json:"system"`
+	Messages    []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
@@ -174,7 +179,8 @@ func parseAnthropic(r *http.Request) (*Received, error) {
 	if req.MaxTokens <= 0 {
 		return nil, fmt.Errorf("messages request without max_tokens")
 	}
-	rec := &Received{Format: FormatAnthropic, Model: req.Model, System: text(req.System), Header: r.Header}
+	rec := &Received{Format: FormatAnthropic, Model: req.Model, System: text(req.System), Header: r.Header, Temperature: req.Temperature,
+		MaxTokens: req.MaxTokens}
 	toolsets := map[string]bool{}
 	for _, t := range req.Tools {
 		if t.Type == "mcp_toolset" {

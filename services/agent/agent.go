@@ -42,6 +42,9 @@ type StartRequest struct {
 	Model    string `json:"model,omitempty"`
 	Language string `json:"language,omitempty"`
 	Timezone string `json:"timezone,omitempty"`
+	// PromptName picks one of the agent's PROMPTS_{NAME} templates
+	// (upstream Mirobody's prompt_name); empty means the default.
+	PromptName string `json:"prompt_name,omitempty"`
 	// HeartbeatMS overrides the heartbeat interval (tests use it).
 	HeartbeatMS int `json:"heartbeat_ms,omitempty"`
 	// MCPToken is the short-lived access token (agent base, bound to the

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -40,4 +41,23 @@ func Normalize(a, def string) (Name, error) {
 		return AgentBase, nil
 	}
 	return "", wire.Errorf(wire.InvalidArgument, "agent must be deep or base, not %q", a)
+}
+
+// DeepOwnTools are the Deep agent's own tools, beside the registry's:
+// ALLOWED_TOOLS_DEEP and DISALLOWED_TOOLS_DEEP apply to them too, and the
+// registry knows them so that it does not call them unknown names.
+var DeepOwnTools = []string{"write_todos", "ls", "read_file", "write_file", "edit_file", "glob", "grep", "task", "js_eval"}
+
+// OrDefault is Normalize with upstream Mirobody's fallback: a name that is
+// not one of ours (upstream's Mix, RTC, ...) runs def's agent instead, and
+// notice says so, for the turn's notice event; notice is "" otherwise.
+func OrDefault(a, def string) (kind Name, notice string) {
+	kind, err := Normalize(a, def)
+	if err == nil {
+		return kind, ""
+	}
+	if kind, err = Normalize("", def); err != nil {
+		kind = AgentDeep
+	}
+	return kind, fmt.Sprintf("agent %q is not available here; the %s agent answers instead", a, kind)
 }

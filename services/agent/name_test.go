@@ -32,3 +32,22 @@ func TestValid(t *testing.T) {
 		}
 	}
 }
+
+// Upstream's other agent names run the default agent, with a notice.
+func TestOrDefault(t *testing.T) {
+	cases := []struct {
+		in, def string
+		kind    Name
+		notice  string
+	}{
+		{"Mix", "deep", AgentDeep, `agent "Mix" is not available here; the deep agent answers instead`},
+		{"rtc", "base", AgentBase, `agent "rtc" is not available here; the base agent answers instead`},
+		{"Baseline", "deep", AgentBase, ""},
+		{"", "base", AgentBase, ""},
+	}
+	for _, c := range cases {
+		if kind, notice := OrDefault(c.in, c.def); kind != c.kind || notice != c.notice {
+			t.Errorf("OrDefault(%q, %q) = %q, %q; want %q, %q", c.in, c.def, kind, notice, c.kind, c.notice)
+		}
+	}
+}

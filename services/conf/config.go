@@ -63,8 +63,11 @@ type Config struct {
 	ProvidersBase   map[string]Provider `key:"PROVIDERS_BASE" default:""`
 	OpenAIAPIKey    string              `key:"OPENAI_API_KEY" default:"" secret:"true"`
 	AnthropicAPIKey string              `key:"ANTHROPIC_API_KEY" default:"" secret:"true"`
+	GoogleAPIKey    string              `key:"GOOGLE_API_KEY" default:"" secret:"true"`
 	PromptDeep      string              `key:"PROMPT_DEEP" default:""`
 	PromptBase      string              `key:"PROMPT_BASE" default:""`
+	PromptsDeep     []string            `key:"PROMPTS_DEEP" default:""`
+	PromptsBase     []string            `key:"PROMPTS_BASE" default:""`
 	MaxSteps        int                 `key:"MAX_STEPS" default:"50" min:"1"`
 	TurnTimeoutS    int                 `key:"TURN_TIMEOUT_S" default:"600" min:"1"`
 	SubagentsDeep   map[string]Subagent `key:"SUBAGENTS_DEEP" default:""`
@@ -96,12 +99,20 @@ type Config struct {
 	// name, else the environment, else a top-level entry of the config
 	// file. A name that resolves to nothing is absent.
 	ProviderKeys map[string]string
+	// Dir is the folder of the config file ("" without one, meaning the
+	// working directory): prompt files named in the configuration are
+	// relative to it.
+	Dir string
 }
 
 // Provider is one entry of PROVIDERS_DEEP or PROVIDERS_BASE.
 type Provider struct {
-	// Type is openai, anthropic or openai-responses.
+	// Type is openai, anthropic, openai-responses or google-genai (Gemini
+	// through its OpenAI-compatible endpoint), in lower case.
 	Type string `yaml:"type" json:"type"`
+	// LLMType is upstream Mirobody's spelling of Type; Load moves it into
+	// Type and leaves it empty.
+	LLMType string `yaml:"llm_type,omitempty" json:"llm_type,omitempty"`
 	// Model is the provider's model name.
 	Model string `yaml:"model" json:"model"`
 	// APIKey names the config or environment key that holds the secret
@@ -111,6 +122,12 @@ type Provider struct {
 	APIKey string `yaml:"api_key" json:"api_key"`
 	// BaseURL overrides the provider's default endpoint.
 	BaseURL string `yaml:"base_url,omitempty" json:"base_url,omitempty"`
+	// Temperature is sent with every request when set.
+	Temperature *float64 `yaml:"temperature,omitempty" json:"temperature,omitempty"`
+	// MaxTokens and MaxCompletionTokens bound one answer (sent as the
+	// provider's max_tokens and max_completion_tokens); 0 leaves them out.
+	MaxTokens           int `yaml:"max_tokens,omitempty" json:"max_tokens,omitempty"`
+	MaxCompletionTokens int `yaml:"max_completion_tokens,omitempty" json:"max_completion_tokens,omitempty"`
 }
 
 // Subagent is one entry of SUBAGENTS_DEEP: a `task` subagent of the Deep

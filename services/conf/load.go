@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
@@ -74,13 +75,22 @@ func Load(opts LoadOptions) (*Result, error) {
 	for _, f := range fields() {
 		known[f.key] = true
 		dst := v.FieldByIndex(f.index)
-		if raw, ok := lookup(f.key); ok {
-			if err := setString(dst, raw, true); err != nil {
-				return nil, fmt.Errorf("config: %s: %v (from the environment)", f.key, err)
+		names := append([]string{f.key}, aliasesOf(f.key)...)
+		for _, n := range names[1:] {
+			known[n] = true
+			if _, ok := file[n]; ok {
+				if _, both := file[f.key]; both {
+					res.Warnings = append(res.Warnings, fmt.Sprintf("config keys %s and %s (upstream's name for it) are both in %s; %s is ignored", f.key, n, path, n))
+				}
 			}
-		} else if node, ok := file[f.key]; ok {
+		}
+		if key, raw, ok := lookupAny(lookup, names); ok {
+			if err := setString(dst, raw, true); err != nil {
+				return nil, fmt.Errorf("config: %s: %v (from the environment)", key, err)
+			}
+		} else if key, node, ok := fileAny(file, names); ok {
 			if err := setNode(dst, &node); err != nil {
-				return nil, fmt.Errorf("config: %s: %v (in %s)", f.key, err, path)
+				return nil, fmt.Errorf("config: %s: %v (in %s)", key, err, path)
 			}
 		} else if err := setString(dst, f.def, false); err != nil {
 			panic(fmt.Sprintf("conf: bad default for %s: %v", f.key, err))
@@ -88,28 +98,64 @@ func Load(opts LoadOptions) (*Result, error) {
 		if dst.Kind() == reflect.Slice && dst.Len() == 0 {
 			dst.Set(reflect.Zero(dst.Type())) // [] and "" both mean an empty list
 		}
+		if f.enum != nil {
+			dst.SetString(normalizeEnum(f.key, dst.String()))
+		}
 		if err := f.check(dst); err != nil {
 			return nil, fmt.Errorf("config: %s: %v", f.key, err)
 		}
 	}
+	if res.File != "" {
+		res.Config.Dir = filepath.Dir(res.File)
+	}
 	if err := resolveToolEnv(res.Config, lookup); err != nil {
 		return nil, fmt.Errorf("config: TOOL_ENV: %v", err)
+	}
+	if err := normalizeProviders(res.Config); err != nil {
+		return nil, fmt.Errorf("config: %v", err)
 	}
 	providerKeys, err := resolveProviderKeys(res.Config, lookup, file)
 	if err != nil {
 		return nil, fmt.Errorf("config: %v", err)
 	}
-	unknown := make([]string, 0)
-	for k := range file {
-		if !known[k] && !providerKeys[k] {
-			unknown = append(unknown, k)
+	for k := range providerKeys {
+		known[k] = true
+	}
+	res.Warnings = append(res.Warnings, providerFieldWarnings(file, path)...)
+	res.Warnings = append(res.Warnings, unknownWarnings(file, known, path)...)
+	return res, nil
+}
+
+// aliasesOf returns upstream's names for key, sorted.
+func aliasesOf(key string) []string {
+	var out []string
+	for a, k := range aliases {
+		if k == key {
+			out = append(out, a)
 		}
 	}
-	sort.Strings(unknown)
-	for _, k := range unknown {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("unknown config key %s in %s is ignored", k, path))
+	sort.Strings(out)
+	return out
+}
+
+// lookupAny returns the first of names set in the environment.
+func lookupAny(lookup func(string) (string, bool), names []string) (string, string, bool) {
+	for _, n := range names {
+		if raw, ok := lookup(n); ok {
+			return n, raw, true
+		}
 	}
-	return res, nil
+	return "", "", false
+}
+
+// fileAny returns the first of names present in the file.
+func fileAny(file map[string]yaml.Node, names []string) (string, yaml.Node, bool) {
+	for _, n := range names {
+		if node, ok := file[n]; ok {
+			return n, node, true
+		}
+	}
+	return "", yaml.Node{}, false
 }
 
 // mapping flattens a YAML document's top-level mapping into m.
@@ -124,8 +170,15 @@ func mapping(doc *yaml.Node, m map[string]yaml.Node) error {
 	if root.Kind != yaml.MappingNode {
 		return fmt.Errorf("the top level must be a mapping of KEY: value")
 	}
+	written := map[string]string{}
 	for i := 0; i+1 < len(root.Content); i += 2 {
-		m[root.Content[i].Value] = *root.Content[i+1]
+		// Keys are case-insensitive, as upstream Mirobody's are.
+		k := strings.ToUpper(strings.TrimSpace(root.Content[i].Value))
+		if prev, dup := written[k]; dup {
+			return fmt.Errorf("keys %s and %s are the same key (keys are case-insensitive)", prev, root.Content[i].Value)
+		}
+		written[k] = root.Content[i].Value
+		m[k] = *root.Content[i+1]
 	}
 	return nil
 }

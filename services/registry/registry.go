@@ -45,6 +45,9 @@ type Tool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	// Meta is the tool's _meta for MCP clients (a Python tool's meta
+	// attribute).
+	Meta json.RawMessage `json:"_meta,omitempty"`
 	// RequiresData is the data kind the tool is gated on ("" for none).
 	RequiresData string `json:"requires_data,omitempty"`
 	// TakesUserInfo is true when the server injects user_info.

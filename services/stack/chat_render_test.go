@@ -129,7 +129,6 @@ func TestChatRequestErrors(t *testing.T) {
 	}{
 		{"no question", `{"session_id":"x"}`, st.Key, http.StatusBadRequest, "question is empty"},
 		{"not JSON", `{`, st.Key, http.StatusBadRequest, "JSON object"},
-		{"unknown agent", `{"question":"q","agent":"other"}`, st.Key, http.StatusBadRequest, "deep or base"},
 		{"base agent without a provider", `{"question":"q","agent":"base"}`, st.Key, http.StatusPreconditionFailed, "no model provider is configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY"},
 		{"base agent with a Deep provider", `{"question":"q","agent":"base","provider":"oa"}`, st.Key, http.StatusBadRequest, "unknown provider"},
 		{"unknown provider", `{"question":"q","provider":"nope"}`, st.Key, http.StatusBadRequest, "unknown provider"},

@@ -121,8 +121,8 @@ func TestChatSessionDelete(t *testing.T) {
 	}, "REPL state survived the session's deletion")
 }
 
-// TestChatAllowedTools: ALLOWED_TOOLS_DEEP limits the registry tools the
-// model sees and may call.
+// TestChatAllowedTools: ALLOWED_TOOLS_DEEP limits the tools the model sees
+// and may call, registry tools and the agent's own alike.
 func TestChatAllowedTools(t *testing.T) {
 	var offered []string
 	var result string
@@ -135,13 +135,13 @@ func TestChatAllowedTools(t *testing.T) {
 		return scripted.Step{Text: "ok"}, nil
 	})
 	t.Cleanup(srv.Close)
-	st := startChatStack(t, srv, func(c *conf.Config) { c.AllowedToolsDeep = []string{"add"} })
+	st := startChatStack(t, srv, func(c *conf.Config) { c.AllowedToolsDeep = []string{"add", "read_file", "js_eval"} })
 	st.chat(t, map[string]any{"question": "who", "provider": "oa"})
 	has := map[string]bool{}
 	for _, n := range offered {
 		has[n] = true
 	}
-	if !has["add"] || has["whoami"] || has["big"] || !has["read_file"] || !has["js_eval"] {
+	if !has["add"] || has["whoami"] || has["big"] || !has["read_file"] || !has["js_eval"] || has["ls"] || has["task"] {
 		t.Fatalf("offered %v", offered)
 	}
 	if !strings.Contains(result, "not available") {

@@ -5,6 +5,7 @@
 package base
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,7 +74,7 @@ func (a *Agent) Run(ctx context.Context, t *turn.Turn) (*turn.Outcome, error) {
 	if t.MCPToken == "" {
 		return nil, wire.Errorf(wire.FailedPrecondition, "a Base turn needs an MCP token from the gateway")
 	}
-	prompt := a.opts.Prompt
+	prompt := cmp.Or(t.Prompt, a.opts.Prompt)
 	if prompt == nil {
 		var err error
 		if prompt, err = ParsePrompt(""); err != nil {

@@ -5,6 +5,7 @@
 package deep
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,7 +48,12 @@ type Options struct {
 	ContextTokens int
 	// StreamRetries is how often a step whose stream broke is retried.
 	StreamRetries int
-	Log           *slog.Logger
+	// Allowed and Disallowed are ALLOWED_TOOLS_DEEP and
+	// DISALLOWED_TOOLS_DEEP, applied to the agent's own tools as the
+	// registry applies them to its tools (SPEC §8): when Allowed is set
+	// only those, and Disallowed always wins.
+	Allowed, Disallowed []string
+	Log                 *slog.Logger
 }
 
 // Agent runs Deep turns; it implements turn.Agent.
@@ -103,7 +109,7 @@ func (a *Agent) Run(ctx context.Context, t *turn.Turn) (*turn.Outcome, error) {
 }
 
 func (r *run) setup(ctx context.Context) error {
-	system, err := renderPrompt(r.a.opts.Prompt, r.turn.PromptData)
+	system, err := renderPrompt(cmp.Or(r.turn.Prompt, r.a.opts.Prompt), r.turn.PromptData)
 	if err != nil {
 		return err
 	}

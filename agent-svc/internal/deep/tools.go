@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -72,6 +73,7 @@ func (a *Agent) toolset(ctx context.Context, t *turn.Turn, top bool) ([]*tool, e
 		own = append(own, a.taskTool())
 	}
 	own = append(own, jsTool())
+	own = slices.DeleteFunc(own, func(o *tool) bool { return !a.ownVisible(o.def.Name) })
 	taken := map[string]bool{}
 	for _, o := range own {
 		taken[o.def.Name] = true
@@ -91,6 +93,14 @@ func (a *Agent) toolset(ctx context.Context, t *turn.Turn, top bool) ([]*tool, e
 		}
 	}
 	return append(out, own...), nil
+}
+
+// ownVisible reports whether an own tool passes the Deep agent's lists.
+func (a *Agent) ownVisible(name string) bool {
+	if len(a.opts.Allowed) > 0 && !slices.Contains(a.opts.Allowed, name) {
+		return false
+	}
+	return !slices.Contains(a.opts.Disallowed, name)
 }
 
 func caller(t *turn.Turn) registry.Caller {

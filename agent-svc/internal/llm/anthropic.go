@@ -17,8 +17,9 @@ const defaultAnthropicMaxTokens = 8192
 
 // Anthropic speaks Anthropic Messages through anthropic-sdk-go.
 type Anthropic struct {
-	name   string
-	client anthropic.Client
+	name     string
+	client   anthropic.Client
+	sampling Sampling
 }
 
 // NewAnthropic returns a Messages provider.
@@ -33,7 +34,11 @@ func NewAnthropic(opts ClientOptions) *Anthropic {
 	if opts.Timeout > 0 {
 		ro = append(ro, option.WithRequestTimeout(opts.Timeout))
 	}
-	return &Anthropic{name: opts.Name, client: anthropic.NewClient(ro...)}
+	if t := opts.Sampling.Temperature; t != nil {
+		// This SDK's params have no temperature field; the API takes one.
+		ro = append(ro, option.WithJSONSet("temperature", *t))
+	}
+	return &Anthropic{name: opts.Name, client: anthropic.NewClient(ro...), sampling: opts.Sampling}
 }
 
 // Stream implements Provider.
@@ -46,6 +51,9 @@ func (p *Anthropic) stream(ctx context.Context, req *Request, onDelta func(Delta
 	params, err := anthropicParams(req)
 	if err != nil {
 		return nil, err
+	}
+	if n := p.sampling.limit(); req.MaxTokens <= 0 && n > 0 {
+		params.MaxTokens = n
 	}
 	stream := p.client.Messages.NewStreaming(ctx, params)
 	defer stream.Close()

@@ -24,6 +24,9 @@ func (p *Anthropic) StreamMCP(ctx context.Context, req *MCPRequest, onEvent func
 
 func (p *Anthropic) streamMCP(ctx context.Context, req *MCPRequest, onEvent func(MCPEvent)) (*MCPResponse, error) {
 	params := anthropicMCPParams(req)
+	if n := p.sampling.limit(); req.MaxTokens <= 0 && n > 0 {
+		params.MaxTokens = n
+	}
 	var tr mcpTranscript
 	emit := func(ev MCPEvent) { tr.record(ev, onEvent) }
 	var usage Usage

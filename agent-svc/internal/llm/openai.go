@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,22 @@ type ClientOptions struct {
 	HTTPClient *http.Client
 	// Timeout bounds one HTTP attempt; zero means none beyond ctx.
 	Timeout time.Duration
+	// Sampling is sent with every request.
+	Sampling Sampling
+}
+
+// Sampling holds a configured provider's request settings (temperature,
+// max_tokens, max_completion_tokens); zero values leave a setting out.
+type Sampling struct {
+	Temperature         *float64
+	MaxTokens           int
+	MaxCompletionTokens int
+}
+
+// limit is the one answer-length bound of an API that has only one:
+// max_completion_tokens when set, else max_tokens (0 for neither).
+func (s Sampling) limit() int64 {
+	return int64(cmp.Or(s.MaxCompletionTokens, s.MaxTokens))
 }
 
 func (o ClientOptions) retries() int {
@@ -40,13 +57,14 @@ func (o ClientOptions) retries() int {
 
 // OpenAI speaks OpenAI-compatible Chat Completions through openai-go.
 type OpenAI struct {
-	name   string
-	client openai.Client
+	name     string
+	client   openai.Client
+	sampling Sampling
 }
 
 // NewOpenAI returns a Chat Completions provider.
 func NewOpenAI(opts ClientOptions) *OpenAI {
-	return &OpenAI{name: opts.Name, client: openai.NewClient(openaiOptions(opts)...)}
+	return &OpenAI{name: opts.Name, client: openai.NewClient(openaiOptions(opts)...), sampling: opts.Sampling}
 }
 
 // openaiOptions are openai-go's request options for opts, shared by the
@@ -75,6 +93,17 @@ func (p *OpenAI) stream(ctx context.Context, req *Request, onDelta func(Delta)) 
 	params, err := openaiParams(req)
 	if err != nil {
 		return nil, err
+	}
+	// Sent as configured: OpenRouter and Gemini take max_tokens, newer
+	// OpenAI models only max_completion_tokens.
+	if t := p.sampling.Temperature; t != nil {
+		params.Temperature = openai.Float(*t)
+	}
+	if req.MaxTokens <= 0 && p.sampling.MaxTokens > 0 {
+		params.MaxTokens = openai.Int(int64(p.sampling.MaxTokens))
+	}
+	if req.MaxTokens <= 0 && p.sampling.MaxCompletionTokens > 0 {
+		params.MaxCompletionTokens = openai.Int(int64(p.sampling.MaxCompletionTokens))
 	}
 	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
 	defer stream.Close()

@@ -14,13 +14,14 @@ import (
 // OpenAIResponses speaks the OpenAI Responses API with a remote MCP tool:
 // OpenAI lists and calls the server's tools itself.
 type OpenAIResponses struct {
-	name   string
-	client openai.Client
+	name     string
+	client   openai.Client
+	sampling Sampling
 }
 
 // NewOpenAIResponses returns a Responses provider.
 func NewOpenAIResponses(opts ClientOptions) *OpenAIResponses {
-	return &OpenAIResponses{name: opts.Name, client: openai.NewClient(openaiOptions(opts)...)}
+	return &OpenAIResponses{name: opts.Name, client: openai.NewClient(openaiOptions(opts)...), sampling: opts.Sampling}
 }
 
 // StreamMCP implements MCPProvider.
@@ -30,7 +31,14 @@ func (p *OpenAIResponses) StreamMCP(ctx context.Context, req *MCPRequest, onEven
 }
 
 func (p *OpenAIResponses) streamMCP(ctx context.Context, req *MCPRequest, onEvent func(MCPEvent)) (*MCPResponse, error) {
-	stream := p.client.Responses.NewStreaming(ctx, responsesParams(req))
+	params := responsesParams(req)
+	if t := p.sampling.Temperature; t != nil {
+		params.Temperature = openai.Float(*t)
+	}
+	if n := p.sampling.limit(); req.MaxTokens <= 0 && n > 0 {
+		params.MaxOutputTokens = openai.Int(n)
+	}
+	stream := p.client.Responses.NewStreaming(ctx, params)
 	defer stream.Close()
 	var tr mcpTranscript
 	emit := func(ev MCPEvent) { tr.record(ev, onEvent) }

@@ -6,6 +6,7 @@ package turn
 
 import (
 	"context"
+	"text/template"
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
@@ -45,6 +46,9 @@ type Turn struct {
 	// to our /mcp (never the user's own key).
 	MCPToken string
 	Model    string
+	// Prompt is the system prompt template the turn picked with
+	// prompt_name; nil means the agent's own.
+	Prompt *template.Template
 	// PromptData fills the system prompt template.
 	PromptData PromptData
 	// Emit receives the turn's events (without sequence numbers), in order.

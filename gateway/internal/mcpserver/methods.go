@@ -97,6 +97,7 @@ type wireTool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
 }
 
 // listResult is tools/list's result; the cache fields and resultType are
@@ -132,7 +133,7 @@ func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (an
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
 		out.Tools = append(out.Tools, wireTool{Name: t.Name, Title: t.Title, Description: t.Description,
-			InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations})
+			InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations, Meta: t.Meta})
 	}
 	if q.modern {
 		ttl := listTTLMs

@@ -38,6 +38,7 @@ import uuid
 
 MIN_PYTHON = (3, 9)
 MAX_RESULT_BYTES = 16 << 20  # larger results become an error, not a protocol failure
+MAX_GENERATOR_ITEMS = 100000  # a generator yielding more is cut off with an error
 
 TOOLS = {}  # name -> Tool
 TASKS = {}  # call id -> asyncio.Task
@@ -216,9 +217,13 @@ def describe(name, fn, logs):
     input_schema = {"type": "object", "properties": props}
     if required:
         input_schema["required"] = required
-    custom = getattr(fn, "input_schema", None)
-    if isinstance(custom, dict):
-        input_schema = custom
+    # input_schema is ours; inputSchema is upstream Mirobody's spelling
+    # (its chart tools attach one loaded from JSON to each method).
+    for attr in ("input_schema", "inputSchema"):
+        custom = getattr(fn, attr, None)
+        if isinstance(custom, dict):
+            input_schema = jsonable(custom)
+            break
     description = summary
     if returns:
         r = returns[0].lower() + returns[1:] if len(returns) > 1 and not returns[1].isupper() else returns
@@ -236,6 +241,9 @@ def describe(name, fn, logs):
     annotations = getattr(fn, "annotations", None)
     if isinstance(annotations, dict):
         info["annotations"] = annotations
+    meta = getattr(fn, "meta", None)
+    if isinstance(meta, dict):
+        info["_meta"] = jsonable(meta)  # upstream: a tool's meta is its _meta
     requires = getattr(fn, "requires_data", None)
     if isinstance(requires, str) and requires:
         info["requires_data"] = requires
@@ -395,6 +403,13 @@ def dumps(v):
 
 
 def to_result(name, value):
+    if isinstance(value, collections.abc.Mapping) and value.get("success") is True and "data" in value:
+        # Upstream Mirobody's envelope: the result is the data.
+        return to_result(name, value["data"])
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"content": [bytes_block(name, bytes(value))]}
+    if isinstance(value, Collected):
+        return collected_result(name, value)
     if isinstance(value, HELPERS.Content):
         return content_result(value)
     if isinstance(value, BLOCK_TYPES):
@@ -405,8 +420,8 @@ def to_result(name, value):
         return {"content": []}
     v = jsonable(value)
     if isinstance(v, dict):
-        if v.get("success") is False and "error" in v:
-            err = v["error"]
+        if v.get("success") is False:
+            err = v.get("error", v.get("message", v))
             return {"content": [{"type": "text", "text": err if isinstance(err, str) else dumps(err)}], "isError": True}
         return {"content": [{"type": "text", "text": dumps(v)}], "structuredContent": v}
     if isinstance(v, list):
@@ -414,6 +429,115 @@ def to_result(name, value):
     if isinstance(v, str):
         return {"content": [{"type": "text", "text": v}]}
     return {"content": [{"type": "text", "text": dumps(v)}]}
+
+
+# Magic numbers of the binary results a tool is likely to return; anything
+# else that is not UTF-8 text is an application/octet-stream blob.
+MAGIC = (
+    (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
+    (b"\xff\xd8\xff", 0, "image/jpeg"),
+    (b"GIF87a", 0, "image/gif"),
+    (b"GIF89a", 0, "image/gif"),
+    (b"WEBP", 8, "image/webp"),
+    (b"BM", 0, "image/bmp"),
+    (b"WAVE", 8, "audio/wav"),
+    (b"ID3", 0, "audio/mpeg"),
+    (b"\xff\xfb", 0, "audio/mpeg"),
+    (b"\xff\xf3", 0, "audio/mpeg"),
+    (b"OggS", 0, "audio/ogg"),
+    (b"fLaC", 0, "audio/flac"),
+    (b"ftypM4A", 4, "audio/mp4"),
+    (b"%PDF-", 0, "application/pdf"),
+    (b"PK\x03\x04", 0, "application/zip"),
+)
+
+
+def sniff(b):
+    """Returns the MIME type of b from its first bytes, or None."""
+    for magic, at, mime in MAGIC:
+        if b[at:at + len(magic)] == magic:
+            if at == 8 and b[:4] != b"RIFF":
+                continue
+            return mime
+    return None
+
+
+def bytes_block(name, b):
+    """An image, audio or embedded blob block for bytes a tool returned."""
+    mime = sniff(b)
+    if mime is None:
+        try:
+            return {"type": "text", "text": b.decode("utf-8")}
+        except UnicodeDecodeError:
+            mime = "application/octet-stream"
+    data = base64.b64encode(b).decode("ascii")
+    if mime.startswith("image/"):
+        return {"type": "image", "data": data, "mimeType": mime}
+    if mime.startswith("audio/"):
+        return {"type": "audio", "data": data, "mimeType": mime}
+    return {"type": "resource", "resource": {"uri": "mirobody://tools/%s/result" % name, "mimeType": mime, "blob": data}}
+
+
+class Collected(list):
+    """The items a generator tool yielded."""
+
+
+class GeneratorTooLarge(Exception):
+    pass
+
+
+def collect_sync(gen):
+    out, size = Collected(), 0
+    try:
+        for item in gen:
+            size = grow(out, item, size)
+    finally:
+        gen.close()
+    return out
+
+
+async def collect_async(agen):
+    out, size = Collected(), 0
+    try:
+        async for item in agen:
+            size = grow(out, item, size)
+    finally:
+        await agen.aclose()
+    return out
+
+
+def grow(out, item, size):
+    """Appends item, keeping the collected result under the size caps."""
+    if isinstance(item, (bytes, bytearray, memoryview)):
+        size += len(item) * 4 // 3
+    elif isinstance(item, str):
+        size += len(item.encode("utf-8", "surrogatepass"))
+    elif not hasattr(item, "_mcp_block"):
+        size += len(dumps(jsonable(item)))
+    if size > MAX_RESULT_BYTES or len(out) >= MAX_GENERATOR_ITEMS:
+        raise GeneratorTooLarge("its generator yielded more than %d bytes or %d items" % (MAX_RESULT_BYTES, MAX_GENERATOR_ITEMS))
+    out.append(item)
+    return size
+
+
+def collected_result(name, items):
+    """Text chunks join into one text; items with binary or content blocks
+    become blocks in order; anything else is a list result."""
+    if all(isinstance(i, str) for i in items):
+        return {"content": [{"type": "text", "text": "".join(items)}]} if items else {"content": []}
+    if any(isinstance(i, (bytes, bytearray, memoryview)) or isinstance(i, BLOCK_TYPES) for i in items):
+        blocks = []
+        for i in items:
+            if isinstance(i, (bytes, bytearray, memoryview)):
+                blocks.append(bytes_block(name, bytes(i)))
+            elif isinstance(i, BLOCK_TYPES):
+                blocks.append(i._mcp_block())
+            elif isinstance(i, str):
+                blocks.append({"type": "text", "text": i})
+            else:
+                blocks.append({"type": "text", "text": dumps(jsonable(i))})
+        return {"content": blocks}
+    return to_result(name, list(items))
 
 
 def content_result(c):
@@ -534,6 +658,12 @@ class Host(object):
                 value = await self.loop.run_in_executor(self.pool, functools.partial(ctx.run, run_sync, mid, tool.fn, kwargs))
             if inspect.isawaitable(value):
                 value = await value
+            if inspect.isgenerator(value):
+                # A sync generator's body runs as it is iterated: in a thread.
+                ctx = contextvars.copy_context()
+                value = await self.loop.run_in_executor(self.pool, functools.partial(ctx.run, run_sync, mid, collect_sync, {"gen": value}))
+            elif inspect.isasyncgen(value):
+                value = await collect_async(value)
             result = to_result(name, value)
             if len(dumps(result)) > MAX_RESULT_BYTES:
                 result = {"content": [{"type": "text", "text": "%s failed: its result is larger than %d bytes" % (name, MAX_RESULT_BYTES)}],
@@ -546,6 +676,8 @@ class Host(object):
                 if mid in RUNNING:
                     ABANDONED.add(mid)
             self.send({"id": mid, "cancelled": True})
+        except GeneratorTooLarge as e:
+            self.send({"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True}})
         except BaseException as e:
             text = "%s failed: %s: %s" % (name, type(e).__name__, e)
             self.send({"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},

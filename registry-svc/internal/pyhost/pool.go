@@ -52,10 +52,14 @@ type ToolInfo struct {
 	// Description is the docstring's first paragraph plus its Returns: text.
 	Description string `json:"description"`
 	// InputSchema is generated from the type hints (SPEC §2.2) or taken from
-	// the function's input_schema attribute.
+	// the function's input_schema attribute (or inputSchema, upstream
+	// Mirobody's spelling).
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// Annotations is the function's annotations attribute, if any.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// Meta is the function's meta attribute (upstream Mirobody's), sent
+	// to MCP clients as the tool's _meta.
+	Meta json.RawMessage `json:"_meta,omitempty"`
 	// RequiresData is the function's requires_data attribute (§3.1).
 	RequiresData string `json:"requires_data,omitempty"`
 	// TakesUserInfo is true when the function has a user_info parameter.
