@@ -24,7 +24,8 @@ import (
 	"github.com/mirobody/mirobody-go/services/node"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/svc"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -51,7 +52,7 @@ type Service struct {
 	// the agent running their turns.
 	providers map[string]*providerSet
 	agents    map[string]turn.Agent
-	sessions  *vfs.Sessions
+	sessions  *sessions.Sessions
 	repl      *jsrepl.Store
 	scripted  *scripted.Server
 	subs      []*nats.Subscription
@@ -111,14 +112,14 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.node = n
-	s.sessions = vfs.NewSessions(n.Client)
+	s.sessions = sessions.NewSessions(n.Client)
 	s.repl = jsrepl.NewStore(jsrepl.Options{Timeout: time.Duration(cfg.JSTimeoutS) * time.Second, MaxToolCalls: cfg.JSMaxToolCalls,
 		MaxOutput: cfg.JSMaxOutput, MaxMemory: int64(cfg.JSMaxMemory), TTL: time.Duration(cfg.JSStateTTLS) * time.Second, Log: s.log})
 	subagents := map[string]deep.Subagent{}
 	for k, v := range cfg.SubagentsDeep {
 		subagents[k] = deep.Subagent{Description: v.Description, Prompt: v.Prompt}
 	}
-	s.agents = map[string]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: vfs.NewFS(n.Client), REPL: s.repl, Prompt: prompt,
+	s.agents = map[string]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: files.NewFS(n.Client), REPL: s.repl, Prompt: prompt,
 		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens, Log: s.log}),
 		agent.AgentBase: base.New(base.Options{MCPURL: mcpURL(cfg), Prompt: basePrompt, MaxSteps: cfg.MaxSteps, MaxResultChars: cfg.EvictChars, Log: s.log})}
 	if err := s.register(); err != nil {

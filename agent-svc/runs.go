@@ -17,7 +17,7 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/services/agent"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -48,7 +48,7 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 		return nil, wire.Errorf(wire.InvalidArgument, `the question contains a NUL character (\u0000), which text cannot hold`)
 	}
 	sessionID := req.SessionID
-	if sessionID != "" && !vfs.ValidSessionID(sessionID) {
+	if sessionID != "" && !sessions.ValidSessionID(sessionID) {
 		return nil, wire.Errorf(wire.InvalidArgument, "session_id must be 1 to 128 letters, digits, '-' or '_'")
 	}
 	var history []llm.Message
@@ -88,7 +88,7 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 // loadHistory returns the model messages of the caller's session, none
 // for a new session id. A session of another account is already_exists.
 func (s *Service) loadHistory(ctx context.Context, account, session string) ([]llm.Message, error) {
-	loaded, err := s.sessions.Load(ctx, &vfs.SessionLoadRequest{AccountID: account, SessionID: session})
+	loaded, err := s.sessions.Load(ctx, &sessions.SessionLoadRequest{AccountID: account, SessionID: session})
 	switch wire.CodeOf(err) {
 	case "":
 	case wire.NotFound:
@@ -230,8 +230,8 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	defer cancel()
 	stop := context.AfterFunc(r.s.halted, cancel)
 	defer stop()
-	_, err = r.s.sessions.Save(saveCtx, &vfs.SessionSaveRequest{AccountID: r.req.AccountID, SessionID: r.sessionID, Title: r.req.Question,
-		Agent: r.kind, Messages: msgs, Turn: vfs.Turn{Question: r.req.Question, Answer: out.Answer, Finish: out.Finish, Events: events}})
+	_, err = r.s.sessions.Save(saveCtx, &sessions.SessionSaveRequest{AccountID: r.req.AccountID, SessionID: r.sessionID, Title: r.req.Question,
+		Agent: r.kind, Messages: msgs, Turn: sessions.Turn{Question: r.req.Question, Answer: out.Answer, Finish: out.Finish, Events: events}})
 	if err != nil {
 		log.Error("saving the session failed", "err", err)
 		msg := "the conversation could not be saved"

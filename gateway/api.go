@@ -5,12 +5,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 )
 
 // me answers GET /api/me: the caller's account.
 func (s *Service) me(c echo.Context) error {
-	a, err := s.accounts.Get(c.Request().Context(), &vfs.AccountGetRequest{ID: principal(c).AccountID})
+	a, err := s.accounts.Get(c.Request().Context(), &accounts.AccountGetRequest{ID: principal(c).AccountID})
 	if err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -55,17 +55,17 @@ func (s *Service) authenticate(ctx context.Context, token string) (*Principal, e
 	if v, ok := ctx.Value(verdictKey{}).(*verdict); ok && v.token == token {
 		return v.p, v.err
 	}
-	if strings.Count(token, ".") == 2 && !strings.HasPrefix(token, vfs.KeyPrefix) {
+	if strings.Count(token, ".") == 2 && !strings.HasPrefix(token, accounts.KeyPrefix) {
 		return s.tokens.verify(ctx, token)
 	}
-	if !strings.HasPrefix(token, vfs.KeyPrefix) {
+	if !strings.HasPrefix(token, accounts.KeyPrefix) {
 		return nil, wire.Errorf(wire.Unauthenticated, "invalid token")
 	}
-	hash := vfs.HashKey(token)
+	hash := accounts.HashKey(token)
 	if p, ok := s.keys.get(hash); ok {
 		return p, nil
 	}
-	r, err := s.accounts.VerifyKey(ctx, &vfs.KeyVerifyRequest{Hash: hash})
+	r, err := s.accounts.VerifyKey(ctx, &accounts.KeyVerifyRequest{Hash: hash})
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,8 @@ import (
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -60,7 +61,7 @@ var fakeTools = []registry.Tool{
 	{Name: "whoami", Description: "names the caller", InputSchema: json.RawMessage(`{"type":"object"}`), TakesUserInfo: true},
 }
 
-var privateTool = registry.Tool{Name: "private", Description: "personal tool", InputSchema: json.RawMessage(`{"type":"object"}`), RequiresData: vfs.KindHealth}
+var privateTool = registry.Tool{Name: "private", Description: "personal tool", InputSchema: json.RawMessage(`{"type":"object"}`), RequiresData: userdata.KindHealth}
 
 // startFakes serves the fake registry and vfs on a fresh NATS server.
 func startFakes(t testing.TB) *fakes {
@@ -99,7 +100,7 @@ func startFakes(t testing.TB) *fakes {
 	vfsSvc, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "vfs", Version: "0.0.1", Log: log})
 	must(t, err)
 	t.Cleanup(func() { _ = vfsSvc.Stop(context.Background()) })
-	must(t, wire.Handle(vfsSvc.Group("keys"), "verify", func(_ context.Context, req *vfs.KeyVerifyRequest) (*vfs.KeyVerifyResponse, error) {
+	must(t, wire.Handle(vfsSvc.Group("keys"), "verify", func(_ context.Context, req *accounts.KeyVerifyRequest) (*accounts.KeyVerifyResponse, error) {
 		f.mu.Lock()
 		revoked := f.revoked[req.Hash]
 		f.verifies++
@@ -108,12 +109,12 @@ func startFakes(t testing.TB) *fakes {
 			return nil, wire.Errorf(wire.Unauthenticated, "revoked key")
 		}
 		switch req.Hash {
-		case vfs.HashKey(keyGood):
-			return &vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k1", Scopes: []string{"mcp", "api"}}, nil
-		case vfs.HashKey(keyOther):
-			return &vfs.KeyVerifyResponse{AccountID: acctOther, KeyID: "k2", Scopes: []string{"mcp"}}, nil
-		case vfs.HashKey(keyNoScope):
-			return &vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k3", Scopes: []string{"api"}}, nil
+		case accounts.HashKey(keyGood):
+			return &accounts.KeyVerifyResponse{AccountID: acctGood, KeyID: "k1", Scopes: []string{"mcp", "api"}}, nil
+		case accounts.HashKey(keyOther):
+			return &accounts.KeyVerifyResponse{AccountID: acctOther, KeyID: "k2", Scopes: []string{"mcp"}}, nil
+		case accounts.HashKey(keyNoScope):
+			return &accounts.KeyVerifyResponse{AccountID: acctGood, KeyID: "k3", Scopes: []string{"api"}}, nil
 		}
 		return nil, wire.Errorf(wire.Unauthenticated, "unknown key")
 	}))

@@ -22,7 +22,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
 	"github.com/mirobody/mirobody-go/services/svc"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 )
 
 // Name is the micro service name (the gateway serves only sys.ping/info on NATS).
@@ -43,7 +43,7 @@ type Service struct {
 	opts     Options
 	log      *slog.Logger
 	node     *node.Node
-	accounts *vfs.Accounts
+	accounts *accounts.Accounts
 	keys     *keyCache
 	tokens   *tokenIssuer
 	oauth    *oauthServer
@@ -79,7 +79,7 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.node = n
-	s.accounts = vfs.NewAccounts(n.Client)
+	s.accounts = accounts.NewAccounts(n.Client)
 	if err := s.startOAuth(); err != nil {
 		_ = n.Stop(ctx)
 		return err

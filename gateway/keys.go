@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -35,7 +35,7 @@ type apiKeyView struct {
 	Current    bool       `json:"current,omitempty"`
 }
 
-func viewKey(k *vfs.APIKey, p *Principal) apiKeyView {
+func viewKey(k *accounts.APIKey, p *Principal) apiKeyView {
 	return apiKeyView{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: k.Scopes, CreatedAt: k.Created, LastUsedAt: k.LastUsed,
 		Current: k.ID == p.KeyID}
 }
@@ -44,7 +44,7 @@ func viewKey(k *vfs.APIKey, p *Principal) apiKeyView {
 // newest first.
 func (s *Service) listAPIKeys(c echo.Context) error {
 	p := principal(c)
-	resp, err := s.accounts.ListKeys(c.Request().Context(), &vfs.KeyListRequest{AccountID: p.AccountID})
+	resp, err := s.accounts.ListKeys(c.Request().Context(), &accounts.KeyListRequest{AccountID: p.AccountID})
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (s *Service) createAPIKey(c echo.Context) error {
 	scopes := slices.DeleteFunc(slices.Clone(keyScopes), func(sc string) bool {
 		return !slices.Contains(requested, sc) || !slices.Contains(p.Scopes, sc)
 	})
-	resp, err := s.accounts.CreateKey(c.Request().Context(), &vfs.KeyCreateRequest{AccountID: p.AccountID, Name: body.Name, Scopes: scopes})
+	resp, err := s.accounts.CreateKey(c.Request().Context(), &accounts.KeyCreateRequest{AccountID: p.AccountID, Name: body.Name, Scopes: scopes})
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (s *Service) createAPIKey(c echo.Context) error {
 // revocation, so every gateway replica drops the key from its cache.
 func (s *Service) revokeAPIKey(c echo.Context) error {
 	p := principal(c)
-	if _, err := s.accounts.RevokeKey(c.Request().Context(), &vfs.KeyRevokeRequest{AccountID: p.AccountID, KeyID: c.Param("id")}); err != nil {
+	if _, err := s.accounts.RevokeKey(c.Request().Context(), &accounts.KeyRevokeRequest{AccountID: p.AccountID, KeyID: c.Param("id")}); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

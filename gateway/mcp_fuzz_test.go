@@ -11,7 +11,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -103,12 +103,12 @@ func testMCP(t testing.TB, fk *fakes) *mcpServer {
 	h, err := newHub(fk.nc)
 	must(t, err)
 	t.Cleanup(h.close)
-	accounts := vfs.NewAccounts(client)
+	accts := accounts.NewAccounts(client)
 	return newMCPServer(mcpOptions{
 		Registry: registry.NewClient(client),
 		Conn:     fk.nc,
 		Auth: func(r *http.Request, token string) (*Principal, error) {
-			v, err := accounts.VerifyKey(r.Context(), &vfs.KeyVerifyRequest{Hash: vfs.HashKey(token)})
+			v, err := accts.VerifyKey(r.Context(), &accounts.KeyVerifyRequest{Hash: accounts.HashKey(token)})
 			if err != nil {
 				return nil, err
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/buildinfo"
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 )
 
 // startMCP builds the /mcp handler and its event subscriptions once the
@@ -30,8 +30,8 @@ func (s *Service) startMCP() error {
 		return err
 	}
 	s.keys = newKeyCache()
-	if _, err := s.node.Conn.Subscribe(vfs.EventKeyRevoked, func(*nats.Msg) { s.keys.reset() }); err != nil {
-		return fmt.Errorf("subscribing to %s: %w", vfs.EventKeyRevoked, err)
+	if _, err := s.node.Conn.Subscribe(accounts.EventKeyRevoked, func(*nats.Msg) { s.keys.reset() }); err != nil {
+		return fmt.Errorf("subscribing to %s: %w", accounts.EventKeyRevoked, err)
 	}
 	revoked := newRevocations()
 	if _, err := s.node.Conn.Subscribe(subjectSessionDeleted, func(msg *nats.Msg) {

@@ -13,7 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 )
 
 // sseWriter writes Server-Sent Events; send may be called from several
@@ -85,14 +85,14 @@ func newHub(nc *nats.Conn) (*hub, error) {
 		return nil, fmt.Errorf("subscribing to %s: %w", registry.EventChanged, err)
 	}
 	h.subs = append(h.subs, sub)
-	sub, err = nc.Subscribe(vfs.EventDataChangedPrefix+"*", func(msg *nats.Msg) {
-		if acct := strings.TrimPrefix(msg.Subject, vfs.EventDataChangedPrefix); acct != "" {
+	sub, err = nc.Subscribe(userdata.EventDataChangedPrefix+"*", func(msg *nats.Msg) {
+		if acct := strings.TrimPrefix(msg.Subject, userdata.EventDataChangedPrefix); acct != "" {
 			h.notify(acct)
 		}
 	})
 	if err != nil {
 		h.close()
-		return nil, fmt.Errorf("subscribing to %s*: %w", vfs.EventDataChangedPrefix, err)
+		return nil, fmt.Errorf("subscribing to %s*: %w", userdata.EventDataChangedPrefix, err)
 	}
 	h.subs = append(h.subs, sub)
 	sub, err = nc.Subscribe(registry.EventAccountChangedPrefix+"*", func(msg *nats.Msg) {

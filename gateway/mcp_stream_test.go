@@ -11,7 +11,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 )
 
 // openStream opens a GET or POST event stream and returns a channel of its
@@ -87,7 +87,7 @@ func TestLegacyStreamListChanged(t *testing.T) {
 
 	// The streams are registered once the hub holds both listeners.
 	waitListeners(t, gw, 2)
-	pub(vfs.EventDataChanged(acctGood), vfs.DataChangedEvent{AccountID: acctGood})
+	pub(userdata.EventDataChanged(acctGood), userdata.DataChangedEvent{AccountID: acctGood})
 	if r := next(t, mine); r.Method != "notifications/tools/list_changed" {
 		t.Fatalf("got %+v", r)
 	}

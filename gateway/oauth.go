@@ -13,7 +13,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/nats-io/nats.go"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -46,8 +46,8 @@ type tokenRevoked struct {
 // its own: clients, codes, refresh tokens and signing keys live in vfs-svc,
 // and the pages carry their request sealed.
 type oauthServer struct {
-	store    *vfs.OAuth
-	accounts *vfs.Accounts
+	store    *accounts.OAuth
+	accounts *accounts.Accounts
 	bus      *wire.Client
 	tokens   *tokenIssuer
 	box      *box
@@ -65,7 +65,7 @@ type oauthServer struct {
 func (s *Service) startOAuth() error {
 	cfg := s.opts.Config
 	log := s.log.With("component", "oauth")
-	store := vfs.NewOAuth(s.node.Client)
+	store := accounts.NewOAuth(s.node.Client)
 	keys, err := newSigningKeys(store, cfg.SecretKey, log)
 	if err != nil {
 		return err

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/ssrf"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -39,7 +39,7 @@ const (
 type external struct {
 	log       *slog.Logger
 	guard     *ssrf.Guard
-	store     *vfs.MCPServers
+	store     *mcpservers.MCPServers
 	pub       *wire.Client
 	transport http.RoundTripper
 	refresh   time.Duration
@@ -64,7 +64,7 @@ type connKey struct {
 	account, name, turn string
 }
 
-func newExternal(log *slog.Logger, guard *ssrf.Guard, store *vfs.MCPServers, pub *wire.Client, refresh time.Duration) *external {
+func newExternal(log *slog.Logger, guard *ssrf.Guard, store *mcpservers.MCPServers, pub *wire.Client, refresh time.Duration) *external {
 	if refresh <= 0 {
 		refresh = defaultRefresh
 	}
@@ -148,7 +148,7 @@ func (x *external) config(ctx context.Context, account string) []serverSpec {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	resp, err := x.store.List(ctx, &vfs.MCPServerListRequest{AccountID: account, WithSecrets: true})
+	resp, err := x.store.List(ctx, &mcpservers.MCPServerListRequest{AccountID: account, WithSecrets: true})
 	if err != nil {
 		x.log.WarnContext(ctx, "reading the account's MCP servers failed; their tools are left out", "account", account, "err", err)
 		// Remembered briefly, so that a vfs-svc outage does not cost every

@@ -24,7 +24,8 @@ import (
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/ssrf"
 	"github.com/mirobody/mirobody-go/services/svc"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -96,13 +97,13 @@ func (s *Service) Start(ctx context.Context) error {
 		timeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
 		cancels: map[callKey]context.CancelCauseFunc{},
 		deps:    &builtin.Deps{Client: n.Client, Log: s.log, SkillDirs: cfg.SkillDirs},
-		policy: &policy{kinds: newKindsCache(vfs.NewData(n.Client), s.log), vis: Visibility{
+		policy: &policy{kinds: newKindsCache(userdata.NewData(n.Client), s.log), vis: Visibility{
 			Allowed:    map[string][]string{registry.AgentDeep: cfg.AllowedToolsDeep, registry.AgentBase: cfg.AllowedToolsBase},
 			Disallowed: map[string][]string{registry.AgentDeep: cfg.DisallowedToolsDeep, registry.AgentBase: cfg.DisallowedToolsBase},
 		}},
 	}
 	guard := &ssrf.Guard{AllowPrivate: cfg.MCPClientAllowPriv}
-	s.reg.ext = newExternal(s.log, guard, vfs.NewMCPServers(n.Client), n.Client, s.opts.ExternalRefresh)
+	s.reg.ext = newExternal(s.log, guard, mcpservers.NewMCPServers(n.Client), n.Client, s.opts.ExternalRefresh)
 	snap, err := s.discover(ctx, dirs)
 	if err != nil {
 		_ = s.stopAll(ctx)
@@ -250,8 +251,8 @@ func (s *Service) serve() error {
 	if err != nil {
 		return fmt.Errorf("subscribing to %s: %w", registry.SubjectCancel, err)
 	}
-	dataSub, err := s.node.Conn.Subscribe(vfs.EventDataChangedPrefix+"*", func(m *nats.Msg) {
-		s.reg.policy.kinds.invalidate(strings.TrimPrefix(m.Subject, vfs.EventDataChangedPrefix))
+	dataSub, err := s.node.Conn.Subscribe(userdata.EventDataChangedPrefix+"*", func(m *nats.Msg) {
+		s.reg.policy.kinds.invalidate(strings.TrimPrefix(m.Subject, userdata.EventDataChangedPrefix))
 	})
 	if err != nil {
 		return fmt.Errorf("subscribing to data changes: %w", err)

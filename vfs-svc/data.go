@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -35,7 +35,7 @@ func checkAccount(id string) error {
 
 // kinds answers which data kinds an account holds, with one indexed
 // EXISTS probe per kind (each stops at the first row of the primary key).
-func (s *Service) kinds(ctx context.Context, req *vfs.DataKindsRequest) (*vfs.DataKindsResponse, error) {
+func (s *Service) kinds(ctx context.Context, req *userdata.DataKindsRequest) (*userdata.DataKindsResponse, error) {
 	if err := checkAccount(req.AccountID); err != nil {
 		return nil, err
 	}
@@ -45,12 +45,12 @@ func (s *Service) kinds(ctx context.Context, req *vfs.DataKindsRequest) (*vfs.Da
 	if err != nil {
 		return nil, fmt.Errorf("probing data kinds: %w", err)
 	}
-	resp := &vfs.DataKindsResponse{Kinds: []string{}}
+	resp := &userdata.DataKindsResponse{Kinds: []string{}}
 	if health {
-		resp.Kinds = append(resp.Kinds, vfs.KindHealth)
+		resp.Kinds = append(resp.Kinds, userdata.KindHealth)
 	}
 	if genetic {
-		resp.Kinds = append(resp.Kinds, vfs.KindGenetic)
+		resp.Kinds = append(resp.Kinds, userdata.KindGenetic)
 	}
 	return resp, nil
 }

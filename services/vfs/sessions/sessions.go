@@ -1,4 +1,6 @@
-package vfs
+// Package sessions is the vfs-svc contract of chat sessions: the model
+// messages a turn replays and the display transcript.
+package sessions
 
 import (
 	"context"

@@ -1,6 +1,7 @@
-// Package vfs is the NATS contract of vfs-svc: accounts and API keys, the
-// data-kind probe, the virtual filesystem and the user data stores.
-package vfs
+// Package accounts is the vfs-svc contract for identities: accounts, API
+// keys and the state of the gateway's OAuth authorization server (signing
+// keys, registered clients, codes and refresh tokens).
+package accounts
 
 import (
 	"context"

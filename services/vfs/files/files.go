@@ -1,4 +1,7 @@
-package vfs
+// Package files is the vfs-svc contract of the virtual filesystem: the
+// files a Deep agent's tools read and write, scoped to an account and a
+// chat session.
+package files
 
 import (
 	"context"

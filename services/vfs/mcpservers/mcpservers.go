@@ -1,4 +1,6 @@
-package vfs
+// Package mcpservers is the vfs-svc contract of the external MCP server
+// configurations of an account, with their credentials encrypted at rest.
+package mcpservers
 
 import (
 	"context"

@@ -1,4 +1,7 @@
-package vfs
+// Package userdata is the vfs-svc contract of an account's own data: the
+// health series and genetic variants stores, their imports and the
+// data-kind probe tools are gated on.
+package userdata
 
 import (
 	"context"
