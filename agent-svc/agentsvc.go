@@ -146,17 +146,17 @@ func (s *Service) warnPrivateMCPURL() {
 }
 
 func (s *Service) register() error {
-	if err := wire.Handle(s.node.Service.Group("runs"), "start", s.start); err != nil {
+	if err := wire.Serve(s.node.Service, agent.RunsStart, s.start); err != nil {
 		return err
 	}
 	nc := s.node.Conn
-	cancel, err := nc.Subscribe(agent.SubjectCancel, s.onCancel)
+	cancel, err := nc.Subscribe(agent.RunsCancel.Subject, s.onCancel)
 	if err != nil {
-		return fmt.Errorf("subscribing to %s: %w", agent.SubjectCancel, err)
+		return fmt.Errorf("subscribing to %s: %w", agent.RunsCancel.Subject, err)
 	}
-	deleted, err := nc.Subscribe(agent.EventSessionDeleted, s.onSessionDeleted)
+	deleted, err := nc.Subscribe(agent.SessionDeleted.Subject, s.onSessionDeleted)
 	if err != nil {
-		return fmt.Errorf("subscribing to %s: %w", agent.EventSessionDeleted, err)
+		return fmt.Errorf("subscribing to %s: %w", agent.SessionDeleted.Subject, err)
 	}
 	s.subs = append(s.subs, cancel, deleted)
 	return nil

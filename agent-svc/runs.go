@@ -108,8 +108,8 @@ func (s *Service) loadHistory(ctx context.Context, account, session string) ([]l
 }
 
 func (s *Service) onCancel(m *nats.Msg) {
-	var ev agent.CancelEvent
-	if json.Unmarshal(m.Data, &ev) != nil {
+	ev, err := agent.RunsCancel.Decode(m)
+	if err != nil {
 		return
 	}
 	s.mu.Lock()
@@ -122,8 +122,7 @@ func (s *Service) onCancel(m *nats.Msg) {
 }
 
 func (s *Service) onSessionDeleted(m *nats.Msg) {
-	var ev agent.SessionDeletedEvent
-	if json.Unmarshal(m.Data, &ev) == nil && ev.SessionID != "" {
+	if ev, err := agent.SessionDeleted.Decode(m); err == nil && ev.SessionID != "" {
 		s.repl.Drop(ev.AccountID + "/" + ev.SessionID)
 	}
 }
@@ -150,13 +149,14 @@ func (r *turnRun) emit(ev agent.Event) {
 	defer r.mu.Unlock()
 	r.seq++
 	ev.Seq = r.seq
-	err := r.s.node.Client.Publish(context.Background(), r.req.Inbox, &ev)
+	events := agent.RunEvents.On(r.req.Inbox)
+	err := events.Publish(context.Background(), r.s.node.Client, &ev)
 	if wire.IsTooLarge(err) {
 		// A lost event would stall the caller until it declares the run
 		// lost: the event goes out without its payload instead (tool
 		// arguments or content), and the transcript keeps it whole.
 		r.s.log.Warn("a run event is over the NATS max payload; streaming it without its content", "run_id", r.req.RunID, "type", ev.Type)
-		err = r.s.node.Client.Publish(context.Background(), r.req.Inbox, &agent.Event{Seq: ev.Seq, Type: ev.Type, ID: ev.ID, Name: ev.Name,
+		err = events.Publish(context.Background(), r.s.node.Client, &agent.Event{Seq: ev.Seq, Type: ev.Type, ID: ev.ID, Name: ev.Name,
 			ToolCallID: ev.ToolCallID, Status: ev.Status, ErrorKind: ev.ErrorKind, Truncated: true,
 			Message: fmt.Sprintf("this %s event is too large to stream (the limit is %d bytes); its content is left out", ev.Type, r.s.node.Client.MaxPayload())})
 	}

@@ -74,17 +74,16 @@ func startFakes(t testing.TB) *fakes {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = reg.Stop(context.Background()) })
-	tools := reg.Group("tools")
-	must(t, wire.Handle(tools, "list", func(_ context.Context, req *registry.ListRequest) (*registry.ListResponse, error) {
+	must(t, wire.Serve(reg, registry.ToolsList, func(_ context.Context, req *registry.ListRequest) (*registry.ListResponse, error) {
 		out := append([]registry.Tool(nil), fakeTools...)
 		if !req.Caller.Anonymous() {
 			out = append(out, privateTool)
 		}
 		return &registry.ListResponse{Tools: out, Revision: "1"}, nil
 	}))
-	must(t, wire.Handle(tools, "call", f.call))
+	must(t, wire.Serve(reg, registry.ToolsCall, f.call))
 	cancelled := make(chan registry.CancelEvent, 16)
-	sub, err := f.nc.Subscribe(registry.SubjectCancel, func(m *nats.Msg) {
+	sub, err := f.nc.Subscribe(registry.CallsCancel.Subject, func(m *nats.Msg) {
 		var ev registry.CancelEvent
 		if json.Unmarshal(m.Data, &ev) == nil {
 			f.mu.Lock()
@@ -100,7 +99,7 @@ func startFakes(t testing.TB) *fakes {
 	vfsSvc, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "vfs", Version: "0.0.1", Log: log})
 	must(t, err)
 	t.Cleanup(func() { _ = vfsSvc.Stop(context.Background()) })
-	must(t, wire.Handle(vfsSvc.Group("keys"), "verify", func(_ context.Context, req *accounts.KeyVerifyRequest) (*accounts.KeyVerifyResponse, error) {
+	must(t, wire.Serve(vfsSvc, accounts.KeysVerify, func(_ context.Context, req *accounts.KeyVerifyRequest) (*accounts.KeyVerifyResponse, error) {
 		f.mu.Lock()
 		revoked := f.revoked[req.Hash]
 		f.verifies++

@@ -30,8 +30,8 @@ func (s *Service) startMCP() error {
 		return err
 	}
 	s.keys = newKeyCache()
-	if _, err := s.node.Conn.Subscribe(accounts.EventKeyRevoked, func(*nats.Msg) { s.keys.reset() }); err != nil {
-		return fmt.Errorf("subscribing to %s: %w", accounts.EventKeyRevoked, err)
+	if _, err := s.node.Conn.Subscribe(accounts.KeyRevoked.Subject, func(*nats.Msg) { s.keys.reset() }); err != nil {
+		return fmt.Errorf("subscribing to %s: %w", accounts.KeyRevoked.Subject, err)
 	}
 	revoked := newRevocations()
 	if _, err := s.node.Conn.Subscribe(subjectSessionDeleted, func(msg *nats.Msg) {

@@ -87,11 +87,11 @@ func TestLegacyStreamListChanged(t *testing.T) {
 
 	// The streams are registered once the hub holds both listeners.
 	waitListeners(t, gw, 2)
-	pub(userdata.EventDataChanged(acctGood), userdata.DataChangedEvent{AccountID: acctGood})
+	pub(userdata.DataChanged.For(acctGood).Subject, userdata.DataChangedEvent{AccountID: acctGood})
 	if r := next(t, mine); r.Method != "notifications/tools/list_changed" {
 		t.Fatalf("got %+v", r)
 	}
-	pub(registry.EventChanged, registry.ChangedEvent{Revision: "2"})
+	pub(registry.Changed.Subject, registry.ChangedEvent{Revision: "2"})
 	if r := next(t, theirs); r.Method != "notifications/tools/list_changed" {
 		t.Fatalf("other account got %+v", r)
 	}
@@ -132,7 +132,7 @@ func TestModernListen(t *testing.T) {
 		t.Errorf("ack %s", ack.Params)
 	}
 	b, _ := json.Marshal(registry.ChangedEvent{Revision: "3"})
-	must(t, f.nc.Publish(registry.EventChanged, b))
+	must(t, f.nc.Publish(registry.Changed.Subject, b))
 	r := next(t, ch)
 	if r.Method != "notifications/tools/list_changed" || !strings.Contains(string(r.Params), `"sub-1"`) {
 		t.Fatalf("got %+v %s", r, r.Params)

@@ -257,7 +257,7 @@ func TestKeyCacheRevocation(t *testing.T) {
 		t.Errorf("%d verifications for 3 calls, want 1 (cached)", verifies)
 	}
 	b, _ := json.Marshal(accounts.KeyVerifyResponse{AccountID: acctGood, KeyID: "k1"})
-	must(t, f.nc.Publish(accounts.EventKeyRevoked, b))
+	must(t, f.nc.Publish(accounts.KeyRevoked.Subject, b))
 	servicetest.Eventually(t, 5*time.Second, func() bool {
 		resp, _ := post(t, url, whoami, "Authorization", "Bearer "+keyGood)
 		return resp.StatusCode == 401

@@ -76,7 +76,7 @@ func TestAPIErrorsHideInternals(t *testing.T) {
 	acc, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "vfs", Version: "0.0.1", Log: servicetest.Logger(t)})
 	must(t, err)
 	t.Cleanup(func() { _ = acc.Stop(context.Background()) })
-	must(t, wire.Handle(acc.Group("accounts"), "get", func(context.Context, *accounts.AccountGetRequest) (*accounts.Account, error) {
+	must(t, wire.Serve(acc, accounts.AccountsGet, func(context.Context, *accounts.AccountGetRequest) (*accounts.Account, error) {
 		return nil, wire.Errorf(wire.Internal, "request to registry.tools.call failed")
 	}))
 	resp, body = send(t, http.MethodGet, url, "", "Authorization", "Bearer "+keyGood)

@@ -17,7 +17,7 @@ func TestTraceContextReachesNATS(t *testing.T) {
 	url := startGateway(t, testConfig(t, f.url))
 	seen := make(chan string, 4)
 	// A plain subscription gets a copy of every request, beside the queue group.
-	sub, err := f.nc.Subscribe(registry.SubjectCall, func(m *nats.Msg) { seen <- m.Header.Get("traceparent") })
+	sub, err := f.nc.Subscribe(registry.ToolsCall.Subject, func(m *nats.Msg) { seen <- m.Header.Get("traceparent") })
 	must(t, err)
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	must(t, f.nc.Flush())

@@ -243,7 +243,7 @@ func (x *external) changed(c *extConn) {
 // gateways (whose sessions of that account get list_changed).
 func (x *external) announce(account string) {
 	x.invalidate(account)
-	if err := x.pub.Publish(context.Background(), registry.EventAccountChanged(account), &registry.ChangedEvent{}); err != nil {
+	if err := registry.AccountChanged.For(account).Publish(context.Background(), x.pub, &registry.ChangedEvent{}); err != nil {
 		x.log.Warn("publishing an account's tool change failed", "account", account, "err", err)
 	}
 }

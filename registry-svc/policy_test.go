@@ -93,7 +93,7 @@ func serveKinds(t *testing.T, url string) *kindsStub {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ws.Stop(context.Background()) })
-	err = wire.Handle(ws.Group("data"), "kinds", func(_ context.Context, req *userdata.DataKindsRequest) (*userdata.DataKindsResponse, error) {
+	err = wire.Serve(ws, userdata.Kinds, func(_ context.Context, req *userdata.DataKindsRequest) (*userdata.DataKindsResponse, error) {
 		stub.mu.Lock()
 		defer stub.mu.Unlock()
 		stub.calls++
@@ -103,7 +103,7 @@ func serveKinds(t *testing.T, url string) *kindsStub {
 		t.Fatal(err)
 	}
 	// Nobody here has external MCP servers.
-	err = wire.Handle(ws.Group("mcpservers"), "list", func(context.Context, *mcpservers.MCPServerListRequest) (*mcpservers.MCPServerListResponse, error) {
+	err = wire.Serve(ws, mcpservers.List, func(context.Context, *mcpservers.MCPServerListRequest) (*mcpservers.MCPServerListResponse, error) {
 		return &mcpservers.MCPServerListResponse{Servers: []mcpservers.MCPServer{}}, nil
 	})
 	if err != nil {
@@ -147,7 +147,7 @@ func TestDataGating(t *testing.T) {
 	}
 
 	stub.set("acct-bob", userdata.KindHealth)
-	if err := e.wire.Publish(context.Background(), userdata.EventDataChanged("acct-bob"), &userdata.DataChangedEvent{AccountID: "acct-bob", Kinds: []string{userdata.KindHealth}}); err != nil {
+	if err := userdata.DataChanged.For("acct-bob").Publish(context.Background(), e.wire, &userdata.DataChangedEvent{AccountID: "acct-bob", Kinds: []string{userdata.KindHealth}}); err != nil {
 		t.Fatal(err)
 	}
 	servicetest.Eventually(t, 2*time.Second, func() bool { return has(bob) }, "bob sees health_summary after importing data")

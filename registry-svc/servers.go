@@ -20,13 +20,13 @@ const probeTimeout = 5 * time.Second
 // here, storage in vfs-svc, health from this replica's sessions.
 type serverHandlers struct{ x *external }
 
-func (h *serverHandlers) register(g *wire.Group) error {
+func (h *serverHandlers) register(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(g, "add", h.add),
-		wire.Handle(g, "list", h.list),
-		wire.Handle(g, "update", h.update),
-		wire.Handle(g, "remove", h.remove),
-		wire.Handle(g, "oauth_callback", h.oauthCallback),
+		wire.Serve(svc, registry.ServersAdd, h.add),
+		wire.Serve(svc, registry.ServersList, h.list),
+		wire.Serve(svc, registry.ServersUpdate, h.update),
+		wire.Serve(svc, registry.ServersRemove, h.remove),
+		wire.Serve(svc, registry.ServersOAuthCallback, h.oauthCallback),
 	)
 }
 

@@ -27,15 +27,15 @@ var DefaultScopes = []string{"mcp", "api"}
 // key reads it, and writes only when the stored value is older than this.
 const lastUsedEvery = time.Minute
 
-func (s *Service) registerAccounts(accounts, keys *wire.Group) error {
+func (s *Service) registerAccounts(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(accounts, "create", s.createAccount),
-		wire.Handle(accounts, "get", s.getAccount),
-		wire.Handle(accounts, "login", s.login),
-		wire.Handle(keys, "create", s.createKey),
-		wire.Handle(keys, "list", s.listKeys),
-		wire.Handle(keys, "revoke", s.revokeKey),
-		wire.Handle(keys, "verify", s.verifyKey),
+		wire.Serve(svc, accounts.AccountsCreate, s.createAccount),
+		wire.Serve(svc, accounts.AccountsGet, s.getAccount),
+		wire.Serve(svc, accounts.AccountsLogin, s.login),
+		wire.Serve(svc, accounts.KeysCreate, s.createKey),
+		wire.Serve(svc, accounts.KeysList, s.listKeys),
+		wire.Serve(svc, accounts.KeysRevoke, s.revokeKey),
+		wire.Serve(svc, accounts.KeysVerify, s.verifyKey),
 	)
 }
 
@@ -180,7 +180,7 @@ func (s *Service) revokeKey(ctx context.Context, req *accounts.KeyRevokeRequest)
 	if err != nil {
 		return nil, fmt.Errorf("revoking key: %w", err)
 	}
-	if err := s.node.Client.Publish(ctx, accounts.EventKeyRevoked, &accounts.KeyVerifyResponse{AccountID: k.AccountID, KeyID: k.ID}); err != nil {
+	if err := accounts.KeyRevoked.Publish(ctx, s.node.Client, &accounts.KeyVerifyResponse{AccountID: k.AccountID, KeyID: k.ID}); err != nil {
 		s.log.WarnContext(ctx, "publishing key revocation failed", "key_id", k.ID, "err", err)
 	}
 	return &k, nil

@@ -12,17 +12,17 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-func (s *Service) registerData(data, imports, health, genetic *wire.Group) error {
+func (s *Service) registerData(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(data, "kinds", s.kinds),
-		wire.Handle(imports, "begin", s.importBegin),
-		wire.Handle(imports, "chunk", s.importChunk),
-		wire.Handle(imports, "commit", s.importCommit),
-		wire.Handle(imports, "abort", s.importAbort),
-		wire.Handle(health, "query", s.queryHealth),
-		wire.Handle(health, "delete", s.deleteHealth),
-		wire.Handle(genetic, "query", s.queryGenetic),
-		wire.Handle(genetic, "delete", s.deleteGenetic),
+		wire.Serve(svc, userdata.Kinds, s.kinds),
+		wire.Serve(svc, userdata.ImportBegin, s.importBegin),
+		wire.Serve(svc, userdata.ImportChunk, s.importChunk),
+		wire.Serve(svc, userdata.ImportCommit, s.importCommit),
+		wire.Serve(svc, userdata.ImportAbort, s.importAbort),
+		wire.Serve(svc, userdata.HealthQuery, s.queryHealth),
+		wire.Serve(svc, userdata.HealthDelete, s.deleteHealth),
+		wire.Serve(svc, userdata.GeneticQuery, s.queryGenetic),
+		wire.Serve(svc, userdata.GeneticDelete, s.deleteGenetic),
 	)
 }
 

@@ -34,7 +34,7 @@ func readExample(t testing.TB, name string) string {
 func countEvents(t testing.TB, e *env, account string) *atomic.Int64 {
 	t.Helper()
 	var n atomic.Int64
-	sub, err := e.client.Conn().Subscribe(userdata.EventDataChanged(account), func(*nats.Msg) { n.Add(1) })
+	sub, err := e.client.Conn().Subscribe(userdata.DataChanged.For(account).Subject, func(*nats.Msg) { n.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,16 +176,16 @@ func TestGeneticImport(t *testing.T) {
 	}
 
 	// The protocol refuses chunks out of order and other accounts' imports.
-	begin, err := wire.Call[userdata.ImportBeginRequest, userdata.ImportBeginResponse](ctx(t), e.client, userdata.SubjectImportBegin,
+	begin, err := userdata.ImportBegin.Call(ctx(t), e.client,
 		&userdata.ImportBeginRequest{AccountID: acct, Kind: userdata.KindGenetic, Format: userdata.FormatRaw})
 	wantCode(t, err, "")
-	_, err = wire.Call[userdata.ImportChunkRequest, userdata.ImportChunkResponse](ctx(t), e.client, userdata.SubjectImportChunk,
+	_, err = userdata.ImportChunk.Call(ctx(t), e.client,
 		&userdata.ImportChunkRequest{AccountID: acct, ImportID: begin.ImportID, Seq: 1, FirstLine: 1, Data: []byte("rs1\t1\t1\tAA\n")})
 	wantCode(t, err, wire.FailedPrecondition)
-	_, err = wire.Call[userdata.ImportCommitRequest, userdata.ImportResult](ctx(t), e.client, userdata.SubjectImportCommit,
+	_, err = userdata.ImportCommit.Call(ctx(t), e.client,
 		&userdata.ImportCommitRequest{AccountID: other, ImportID: begin.ImportID})
 	wantCode(t, err, wire.NotFound)
-	_, err = wire.Call[userdata.ImportBeginRequest, userdata.ImportBeginResponse](ctx(t), e.client, userdata.SubjectImportBegin,
+	_, err = userdata.ImportBegin.Call(ctx(t), e.client,
 		&userdata.ImportBeginRequest{AccountID: acct, Kind: userdata.KindGenetic, Format: userdata.FormatCSV})
 	wantCode(t, err, wire.InvalidArgument)
 

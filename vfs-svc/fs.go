@@ -25,17 +25,17 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-func (s *Service) registerFS(g *wire.Group) error {
+func (s *Service) registerFS(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(g, "stat", s.stat),
-		wire.Handle(g, "ls", s.ls),
-		wire.Handle(g, "read", s.read),
-		wire.Handle(g, "write", s.write),
-		wire.Handle(g, "edit", s.edit),
-		wire.Handle(g, "glob", s.glob),
-		wire.Handle(g, "grep", s.grep),
-		wire.Handle(g, "delete", s.delete),
-		wire.Handle(g, "move", s.move),
+		wire.Serve(svc, files.Stat, s.stat),
+		wire.Serve(svc, files.Ls, s.ls),
+		wire.Serve(svc, files.Read, s.read),
+		wire.Serve(svc, files.Write, s.write),
+		wire.Serve(svc, files.Edit, s.edit),
+		wire.Serve(svc, files.Glob, s.glob),
+		wire.Serve(svc, files.Grep, s.grep),
+		wire.Serve(svc, files.Delete, s.delete),
+		wire.Serve(svc, files.Move, s.move),
 	)
 }
 

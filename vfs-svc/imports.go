@@ -239,7 +239,7 @@ func (s *Service) importAbort(ctx context.Context, req *userdata.ImportAbortRequ
 // since the data change itself has happened.
 func (s *Service) announce(ctx context.Context, account string, kinds ...string) {
 	ev := &userdata.DataChangedEvent{AccountID: account, Kinds: kinds}
-	if err := s.node.Client.Publish(ctx, userdata.EventDataChanged(account), ev); err != nil {
+	if err := userdata.DataChanged.For(account).Publish(ctx, s.node.Client, ev); err != nil {
 		s.log.WarnContext(ctx, "publishing data change failed", "account_id", account, "err", err)
 	}
 }

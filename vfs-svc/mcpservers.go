@@ -21,14 +21,14 @@ import (
 // from SECRET_KEY.
 const secretsInfo = "mirobody mcp server secrets v1"
 
-func (s *Service) registerMCPServers(g *wire.Group) error {
+func (s *Service) registerMCPServers(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(g, "create", s.createMCPServer),
-		wire.Handle(g, "list", s.listMCPServers),
-		wire.Handle(g, "update", s.updateMCPServer),
-		wire.Handle(g, "delete", s.deleteMCPServer),
-		wire.Handle(g, "set_secrets", s.setMCPServerSecrets),
-		wire.Handle(g, "claim_oauth", s.claimMCPServerOAuth),
+		wire.Serve(svc, mcpservers.Create, s.createMCPServer),
+		wire.Serve(svc, mcpservers.List, s.listMCPServers),
+		wire.Serve(svc, mcpservers.Update, s.updateMCPServer),
+		wire.Serve(svc, mcpservers.Delete, s.deleteMCPServer),
+		wire.Serve(svc, mcpservers.SetSecrets, s.setMCPServerSecrets),
+		wire.Serve(svc, mcpservers.ClaimOAuth, s.claimMCPServerOAuth),
 	)
 }
 

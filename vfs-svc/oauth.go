@@ -19,17 +19,17 @@ import (
 // handlers keep codes single-use and refresh families consistent under
 // concurrent replicas, which only the database can do.
 
-func (s *Service) registerOAuth(keys, clients, codes, refresh *wire.Group) error {
+func (s *Service) registerOAuth(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(keys, "rotate", s.rotateSigningKeys),
-		wire.Handle(keys, "list", s.listSigningKeys),
-		wire.Handle(clients, "register", s.registerOAuthClient),
-		wire.Handle(clients, "get", s.getOAuthClient),
-		wire.Handle(codes, "create", s.createOAuthCode),
-		wire.Handle(codes, "consume", s.consumeOAuthCode),
-		wire.Handle(refresh, "create", s.createOAuthRefresh),
-		wire.Handle(refresh, "rotate", s.rotateOAuthRefresh),
-		wire.Handle(refresh, "revoke", s.revokeOAuthRefresh),
+		wire.Serve(svc, accounts.OAuthKeysRotate, s.rotateSigningKeys),
+		wire.Serve(svc, accounts.OAuthKeysList, s.listSigningKeys),
+		wire.Serve(svc, accounts.OAuthClientsRegister, s.registerOAuthClient),
+		wire.Serve(svc, accounts.OAuthClientsGet, s.getOAuthClient),
+		wire.Serve(svc, accounts.OAuthCodesCreate, s.createOAuthCode),
+		wire.Serve(svc, accounts.OAuthCodesConsume, s.consumeOAuthCode),
+		wire.Serve(svc, accounts.OAuthRefreshCreate, s.createOAuthRefresh),
+		wire.Serve(svc, accounts.OAuthRefreshRotate, s.rotateOAuthRefresh),
+		wire.Serve(svc, accounts.OAuthRefreshRevoke, s.revokeOAuthRefresh),
 	)
 }
 
@@ -132,7 +132,7 @@ func (s *Service) getOAuthClient(ctx context.Context, req *accounts.OAuthClientG
 	return &c, nil
 }
 
-func (s *Service) createOAuthCode(ctx context.Context, req *accounts.OAuthCode) (*accounts.Empty, error) {
+func (s *Service) createOAuthCode(ctx context.Context, req *accounts.OAuthCode) (*wire.Empty, error) {
 	if len(req.Hash) != 64 || req.ClientID == "" || req.RedirectURI == "" || req.Challenge == "" || req.Resource == "" {
 		return nil, wire.Errorf(wire.InvalidArgument, "a code needs a hash, a client, a redirect_uri, a challenge and a resource")
 	}
@@ -152,7 +152,7 @@ func (s *Service) createOAuthCode(ctx context.Context, req *accounts.OAuthCode) 
 		req.Hash, req.ClientID, req.AccountID, req.RedirectURI, req.Scope, req.Resource, req.Challenge, uuid.NewString(), req.Expires); err != nil {
 		return nil, fmt.Errorf("storing a code: %w", err)
 	}
-	return &accounts.Empty{}, nil
+	return &wire.Empty{}, nil
 }
 
 func (s *Service) consumeOAuthCode(ctx context.Context, req *accounts.OAuthCodeConsumeRequest) (*accounts.OAuthCode, error) {
@@ -180,7 +180,7 @@ func (s *Service) consumeOAuthCode(ctx context.Context, req *accounts.OAuthCodeC
 	return nil, wire.Errorf(wire.Unauthenticated, "the authorization code is invalid, expired or already used")
 }
 
-func (s *Service) createOAuthRefresh(ctx context.Context, req *accounts.OAuthRefresh) (*accounts.Empty, error) {
+func (s *Service) createOAuthRefresh(ctx context.Context, req *accounts.OAuthRefresh) (*wire.Empty, error) {
 	if err := validRefresh(req); err != nil {
 		return nil, err
 	}
@@ -190,7 +190,7 @@ func (s *Service) createOAuthRefresh(ctx context.Context, req *accounts.OAuthRef
 	if err := insertRefresh(ctx, s.pool, req); err != nil {
 		return nil, err
 	}
-	return &accounts.Empty{}, nil
+	return &wire.Empty{}, nil
 }
 
 func validRefresh(r *accounts.OAuthRefresh) error {
@@ -287,13 +287,13 @@ func (s *Service) rotateOAuthRefresh(ctx context.Context, req *accounts.OAuthRef
 	return &old, nil
 }
 
-func (s *Service) revokeOAuthRefresh(ctx context.Context, req *accounts.OAuthRefreshRevokeRequest) (*accounts.Empty, error) {
+func (s *Service) revokeOAuthRefresh(ctx context.Context, req *accounts.OAuthRefreshRevokeRequest) (*wire.Empty, error) {
 	family := req.Family
 	if family == "" {
 		err := s.pool.QueryRow(ctx, `SELECT family FROM oauth_refresh_tokens WHERE hash = $1 AND ($2 = '' OR client_id = $2)`,
 			req.Hash, req.ClientID).Scan(&family)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return &accounts.Empty{}, nil
+			return &wire.Empty{}, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("finding a refresh token: %w", err)
@@ -305,5 +305,5 @@ func (s *Service) revokeOAuthRefresh(ctx context.Context, req *accounts.OAuthRef
 	if _, err := s.pool.Exec(ctx, `UPDATE oauth_refresh_tokens SET revoked = now() WHERE family = $1 AND revoked IS NULL`, family); err != nil {
 		return nil, fmt.Errorf("revoking a refresh family: %w", err)
 	}
-	return &accounts.Empty{}, nil
+	return &wire.Empty{}, nil
 }

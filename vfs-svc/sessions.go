@@ -16,13 +16,13 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-func (s *Service) registerSessions(g *wire.Group) error {
+func (s *Service) registerSessions(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(g, "load", s.loadSession),
-		wire.Handle(g, "save", s.saveSession),
-		wire.Handle(g, "list", s.listSessions),
-		wire.Handle(g, "get", s.getSession),
-		wire.Handle(g, "delete", s.deleteSession),
+		wire.Serve(svc, sessions.Load, s.loadSession),
+		wire.Serve(svc, sessions.Save, s.saveSession),
+		wire.Serve(svc, sessions.List, s.listSessions),
+		wire.Serve(svc, sessions.Get, s.getSession),
+		wire.Serve(svc, sessions.Delete, s.deleteSession),
 	)
 }
 

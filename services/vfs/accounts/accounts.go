@@ -12,17 +12,17 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Subjects for accounts and API keys.
-const (
-	SubjectAccountCreate = "vfs.accounts.create"
-	SubjectAccountGet    = "vfs.accounts.get"
-	SubjectAccountLogin  = "vfs.accounts.login"
-	SubjectKeyCreate     = "vfs.keys.create"
-	SubjectKeyList       = "vfs.keys.list"
-	SubjectKeyRevoke     = "vfs.keys.revoke"
-	SubjectKeyVerify     = "vfs.keys.verify"
-	// EventKeyRevoked is published after a key is revoked, so that caches drop it.
-	EventKeyRevoked = "events.keys.revoked"
+// Endpoints for accounts and API keys.
+var (
+	AccountsCreate = wire.Endpoint[AccountCreateRequest, Account]{Subject: "vfs.accounts.create"}
+	AccountsGet    = wire.Endpoint[AccountGetRequest, Account]{Subject: "vfs.accounts.get"}
+	AccountsLogin  = wire.Endpoint[AccountLoginRequest, Account]{Subject: "vfs.accounts.login"}
+	KeysCreate     = wire.Endpoint[KeyCreateRequest, KeyCreateResponse]{Subject: "vfs.keys.create"}
+	KeysList       = wire.Endpoint[KeyListRequest, KeyListResponse]{Subject: "vfs.keys.list"}
+	KeysRevoke     = wire.Endpoint[KeyRevokeRequest, APIKey]{Subject: "vfs.keys.revoke"}
+	KeysVerify     = wire.Endpoint[KeyVerifyRequest, KeyVerifyResponse]{Subject: "vfs.keys.verify"}
+	// KeyRevoked is published after a key is revoked, so that caches drop it.
+	KeyRevoked = wire.Event[KeyVerifyResponse]{Subject: "events.keys.revoked"}
 )
 
 // KeyPrefix starts every Mirobody API key.
@@ -124,37 +124,37 @@ func NewAccounts(c *wire.Client) *Accounts { return &Accounts{c: c} }
 
 // Create creates an account.
 func (a *Accounts) Create(ctx context.Context, req *AccountCreateRequest) (*Account, error) {
-	return wire.Call[AccountCreateRequest, Account](ctx, a.c, SubjectAccountCreate, req)
+	return AccountsCreate.Call(ctx, a.c, req)
 }
 
 // Get finds an account.
 func (a *Accounts) Get(ctx context.Context, req *AccountGetRequest) (*Account, error) {
-	return wire.Call[AccountGetRequest, Account](ctx, a.c, SubjectAccountGet, req)
+	return AccountsGet.Call(ctx, a.c, req)
 }
 
 // Login returns the account whose email and password match; anything else
 // is unauthenticated, with no hint of which part was wrong.
 func (a *Accounts) Login(ctx context.Context, req *AccountLoginRequest) (*Account, error) {
-	return wire.Call[AccountLoginRequest, Account](ctx, a.c, SubjectAccountLogin, req)
+	return AccountsLogin.Call(ctx, a.c, req)
 }
 
 // CreateKey creates an API key.
 func (a *Accounts) CreateKey(ctx context.Context, req *KeyCreateRequest) (*KeyCreateResponse, error) {
-	return wire.Call[KeyCreateRequest, KeyCreateResponse](ctx, a.c, SubjectKeyCreate, req)
+	return KeysCreate.Call(ctx, a.c, req)
 }
 
 // ListKeys lists an account's keys.
 func (a *Accounts) ListKeys(ctx context.Context, req *KeyListRequest) (*KeyListResponse, error) {
-	return wire.Call[KeyListRequest, KeyListResponse](ctx, a.c, SubjectKeyList, req)
+	return KeysList.Call(ctx, a.c, req)
 }
 
 // RevokeKey revokes a key.
 func (a *Accounts) RevokeKey(ctx context.Context, req *KeyRevokeRequest) (*APIKey, error) {
-	return wire.Call[KeyRevokeRequest, APIKey](ctx, a.c, SubjectKeyRevoke, req)
+	return KeysRevoke.Call(ctx, a.c, req)
 }
 
 // VerifyKey resolves a key hash to its account; unknown or revoked keys are
 // unauthenticated.
 func (a *Accounts) VerifyKey(ctx context.Context, req *KeyVerifyRequest) (*KeyVerifyResponse, error) {
-	return wire.Call[KeyVerifyRequest, KeyVerifyResponse](ctx, a.c, SubjectKeyVerify, req)
+	return KeysVerify.Call(ctx, a.c, req)
 }

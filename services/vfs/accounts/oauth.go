@@ -7,19 +7,19 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Subjects of the OAuth authorization server's state (SPEC §6). The
+// Endpoints of the OAuth authorization server's state (SPEC §6). The
 // gateway runs the protocol; vfs-svc only keeps what must survive a
 // restart or be shared by replicas.
-const (
-	SubjectOAuthKeysRotate      = "vfs.oauth.keys.rotate"
-	SubjectOAuthKeysList        = "vfs.oauth.keys.list"
-	SubjectOAuthClientsRegister = "vfs.oauth.clients.register"
-	SubjectOAuthClientsGet      = "vfs.oauth.clients.get"
-	SubjectOAuthCodesCreate     = "vfs.oauth.codes.create"
-	SubjectOAuthCodesConsume    = "vfs.oauth.codes.consume"
-	SubjectOAuthRefreshCreate   = "vfs.oauth.refresh.create"
-	SubjectOAuthRefreshRotate   = "vfs.oauth.refresh.rotate"
-	SubjectOAuthRefreshRevoke   = "vfs.oauth.refresh.revoke"
+var (
+	OAuthKeysRotate      = wire.Endpoint[SigningKeyRotateRequest, SigningKeyListResponse]{Subject: "vfs.oauth.keys.rotate"}
+	OAuthKeysList        = wire.Endpoint[SigningKeyListRequest, SigningKeyListResponse]{Subject: "vfs.oauth.keys.list"}
+	OAuthClientsRegister = wire.Endpoint[OAuthClient, OAuthClient]{Subject: "vfs.oauth.clients.register"}
+	OAuthClientsGet      = wire.Endpoint[OAuthClientGetRequest, OAuthClient]{Subject: "vfs.oauth.clients.get"}
+	OAuthCodesCreate     = wire.Endpoint[OAuthCode, wire.Empty]{Subject: "vfs.oauth.codes.create"}
+	OAuthCodesConsume    = wire.Endpoint[OAuthCodeConsumeRequest, OAuthCode]{Subject: "vfs.oauth.codes.consume"}
+	OAuthRefreshCreate   = wire.Endpoint[OAuthRefresh, wire.Empty]{Subject: "vfs.oauth.refresh.create"}
+	OAuthRefreshRotate   = wire.Endpoint[OAuthRefreshRotateRequest, OAuthRefresh]{Subject: "vfs.oauth.refresh.rotate"}
+	OAuthRefreshRevoke   = wire.Endpoint[OAuthRefreshRevokeRequest, wire.Empty]{Subject: "vfs.oauth.refresh.revoke"}
 )
 
 // SigningKey is one access-token signing key. SealedPrivate is sealed by
@@ -123,9 +123,6 @@ type OAuthRefreshRevokeRequest struct {
 	Family string `json:"family,omitempty"`
 }
 
-// Empty is the answer of calls that return nothing.
-type Empty struct{}
-
 // OAuth is the typed client for the authorization server's state.
 type OAuth struct{ c *wire.Client }
 
@@ -134,46 +131,46 @@ func NewOAuth(c *wire.Client) *OAuth { return &OAuth{c: c} }
 
 // RotateKeys stores a new signing key when due and returns every key.
 func (o *OAuth) RotateKeys(ctx context.Context, req *SigningKeyRotateRequest) (*SigningKeyListResponse, error) {
-	return wire.Call[SigningKeyRotateRequest, SigningKeyListResponse](ctx, o.c, SubjectOAuthKeysRotate, req)
+	return OAuthKeysRotate.Call(ctx, o.c, req)
 }
 
 // ListKeys returns every stored signing key, newest first.
 func (o *OAuth) ListKeys(ctx context.Context, req *SigningKeyListRequest) (*SigningKeyListResponse, error) {
-	return wire.Call[SigningKeyListRequest, SigningKeyListResponse](ctx, o.c, SubjectOAuthKeysList, req)
+	return OAuthKeysList.Call(ctx, o.c, req)
 }
 
 // RegisterClient stores a dynamically registered client.
 func (o *OAuth) RegisterClient(ctx context.Context, req *OAuthClient) (*OAuthClient, error) {
-	return wire.Call[OAuthClient, OAuthClient](ctx, o.c, SubjectOAuthClientsRegister, req)
+	return OAuthClientsRegister.Call(ctx, o.c, req)
 }
 
 // GetClient finds a registered client; unknown ids are not_found.
 func (o *OAuth) GetClient(ctx context.Context, req *OAuthClientGetRequest) (*OAuthClient, error) {
-	return wire.Call[OAuthClientGetRequest, OAuthClient](ctx, o.c, SubjectOAuthClientsGet, req)
+	return OAuthClientsGet.Call(ctx, o.c, req)
 }
 
 // CreateCode stores an authorization code.
-func (o *OAuth) CreateCode(ctx context.Context, req *OAuthCode) (*Empty, error) {
-	return wire.Call[OAuthCode, Empty](ctx, o.c, SubjectOAuthCodesCreate, req)
+func (o *OAuth) CreateCode(ctx context.Context, req *OAuthCode) (*wire.Empty, error) {
+	return OAuthCodesCreate.Call(ctx, o.c, req)
 }
 
 // ConsumeCode uses a code once; unknown, expired or used codes are
 // unauthenticated.
 func (o *OAuth) ConsumeCode(ctx context.Context, req *OAuthCodeConsumeRequest) (*OAuthCode, error) {
-	return wire.Call[OAuthCodeConsumeRequest, OAuthCode](ctx, o.c, SubjectOAuthCodesConsume, req)
+	return OAuthCodesConsume.Call(ctx, o.c, req)
 }
 
 // CreateRefresh stores the first refresh token of a family.
-func (o *OAuth) CreateRefresh(ctx context.Context, req *OAuthRefresh) (*Empty, error) {
-	return wire.Call[OAuthRefresh, Empty](ctx, o.c, SubjectOAuthRefreshCreate, req)
+func (o *OAuth) CreateRefresh(ctx context.Context, req *OAuthRefresh) (*wire.Empty, error) {
+	return OAuthRefreshCreate.Call(ctx, o.c, req)
 }
 
 // RotateRefresh spends a refresh token and returns the grant it carried.
 func (o *OAuth) RotateRefresh(ctx context.Context, req *OAuthRefreshRotateRequest) (*OAuthRefresh, error) {
-	return wire.Call[OAuthRefreshRotateRequest, OAuthRefresh](ctx, o.c, SubjectOAuthRefreshRotate, req)
+	return OAuthRefreshRotate.Call(ctx, o.c, req)
 }
 
 // RevokeRefresh revokes a refresh token's family.
-func (o *OAuth) RevokeRefresh(ctx context.Context, req *OAuthRefreshRevokeRequest) (*Empty, error) {
-	return wire.Call[OAuthRefreshRevokeRequest, Empty](ctx, o.c, SubjectOAuthRefreshRevoke, req)
+func (o *OAuth) RevokeRefresh(ctx context.Context, req *OAuthRefreshRevokeRequest) (*wire.Empty, error) {
+	return OAuthRefreshRevoke.Call(ctx, o.c, req)
 }

@@ -10,17 +10,17 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Subjects of the virtual filesystem (SPEC §10).
-const (
-	SubjectFSStat   = "vfs.fs.stat"
-	SubjectFSLs     = "vfs.fs.ls"
-	SubjectFSRead   = "vfs.fs.read"
-	SubjectFSWrite  = "vfs.fs.write"
-	SubjectFSEdit   = "vfs.fs.edit"
-	SubjectFSGlob   = "vfs.fs.glob"
-	SubjectFSGrep   = "vfs.fs.grep"
-	SubjectFSDelete = "vfs.fs.delete"
-	SubjectFSMove   = "vfs.fs.move"
+// Endpoints of the virtual filesystem (SPEC §10).
+var (
+	Stat   = wire.Endpoint[StatRequest, FileInfo]{Subject: "vfs.fs.stat"}
+	Ls     = wire.Endpoint[LsRequest, LsResponse]{Subject: "vfs.fs.ls"}
+	Read   = wire.Endpoint[ReadRequest, ReadResponse]{Subject: "vfs.fs.read"}
+	Write  = wire.Endpoint[WriteRequest, FileInfo]{Subject: "vfs.fs.write"}
+	Edit   = wire.Endpoint[EditRequest, EditResponse]{Subject: "vfs.fs.edit"}
+	Glob   = wire.Endpoint[GlobRequest, GlobResponse]{Subject: "vfs.fs.glob"}
+	Grep   = wire.Endpoint[GrepRequest, GrepResponse]{Subject: "vfs.fs.grep"}
+	Delete = wire.Endpoint[DeleteRequest, DeleteResponse]{Subject: "vfs.fs.delete"}
+	Move   = wire.Endpoint[MoveRequest, MoveResponse]{Subject: "vfs.fs.move"}
 )
 
 // Well-known roots of the filesystem a session sees.
@@ -222,45 +222,45 @@ func NewFS(c *wire.Client) *FS { return &FS{c: c} }
 
 // Stat describes a path.
 func (f *FS) Stat(ctx context.Context, req *StatRequest) (*FileInfo, error) {
-	return wire.Call[StatRequest, FileInfo](ctx, f.c, SubjectFSStat, req)
+	return Stat.Call(ctx, f.c, req)
 }
 
 // Ls lists a directory.
 func (f *FS) Ls(ctx context.Context, req *LsRequest) (*LsResponse, error) {
-	return wire.Call[LsRequest, LsResponse](ctx, f.c, SubjectFSLs, req)
+	return Ls.Call(ctx, f.c, req)
 }
 
 // Read reads part of a file.
 func (f *FS) Read(ctx context.Context, req *ReadRequest) (*ReadResponse, error) {
-	return wire.Call[ReadRequest, ReadResponse](ctx, f.c, SubjectFSRead, req)
+	return Read.Call(ctx, f.c, req)
 }
 
 // Write creates or overwrites a file.
 func (f *FS) Write(ctx context.Context, req *WriteRequest) (*FileInfo, error) {
-	return wire.Call[WriteRequest, FileInfo](ctx, f.c, SubjectFSWrite, req)
+	return Write.Call(ctx, f.c, req)
 }
 
 // Edit replaces text in a file.
 func (f *FS) Edit(ctx context.Context, req *EditRequest) (*EditResponse, error) {
-	return wire.Call[EditRequest, EditResponse](ctx, f.c, SubjectFSEdit, req)
+	return Edit.Call(ctx, f.c, req)
 }
 
 // Glob finds files by path pattern.
 func (f *FS) Glob(ctx context.Context, req *GlobRequest) (*GlobResponse, error) {
-	return wire.Call[GlobRequest, GlobResponse](ctx, f.c, SubjectFSGlob, req)
+	return Glob.Call(ctx, f.c, req)
 }
 
 // Grep searches file contents.
 func (f *FS) Grep(ctx context.Context, req *GrepRequest) (*GrepResponse, error) {
-	return wire.Call[GrepRequest, GrepResponse](ctx, f.c, SubjectFSGrep, req)
+	return Grep.Call(ctx, f.c, req)
 }
 
 // Delete deletes a file or a directory.
 func (f *FS) Delete(ctx context.Context, req *DeleteRequest) (*DeleteResponse, error) {
-	return wire.Call[DeleteRequest, DeleteResponse](ctx, f.c, SubjectFSDelete, req)
+	return Delete.Call(ctx, f.c, req)
 }
 
 // Move renames a file or a directory.
 func (f *FS) Move(ctx context.Context, req *MoveRequest) (*MoveResponse, error) {
-	return wire.Call[MoveRequest, MoveResponse](ctx, f.c, SubjectFSMove, req)
+	return Move.Call(ctx, f.c, req)
 }

@@ -9,20 +9,20 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Subjects for the external MCP servers of an account (SPEC §7). vfs-svc
+// Endpoints for the external MCP servers of an account (SPEC §7). vfs-svc
 // stores them, with their secrets encrypted at rest; registry-svc is the
 // only caller (it validates and checks the SSRF policy first).
-const (
-	SubjectMCPServerCreate = "vfs.mcpservers.create"
-	SubjectMCPServerList   = "vfs.mcpservers.list"
-	SubjectMCPServerUpdate = "vfs.mcpservers.update"
-	SubjectMCPServerDelete = "vfs.mcpservers.delete"
-	// SubjectMCPServerSetSecrets replaces a server's credentials (OAuth
+var (
+	Create = wire.Endpoint[MCPServerCreateRequest, MCPServer]{Subject: "vfs.mcpservers.create"}
+	List   = wire.Endpoint[MCPServerListRequest, MCPServerListResponse]{Subject: "vfs.mcpservers.list"}
+	Update = wire.Endpoint[MCPServerUpdateRequest, MCPServer]{Subject: "vfs.mcpservers.update"}
+	Delete = wire.Endpoint[MCPServerDeleteRequest, MCPServer]{Subject: "vfs.mcpservers.delete"}
+	// SetSecrets replaces a server's credentials (OAuth
 	// tokens after an exchange or a refresh).
-	SubjectMCPServerSetSecrets = "vfs.mcpservers.set_secrets"
-	// SubjectMCPServerClaimOAuth takes a server's pending OAuth flow by
+	SetSecrets = wire.Endpoint[MCPServerSetSecretsRequest, MCPServer]{Subject: "vfs.mcpservers.set_secrets"}
+	// ClaimOAuth takes a server's pending OAuth flow by
 	// its state, once: the flow is cleared in the same transaction.
-	SubjectMCPServerClaimOAuth = "vfs.mcpservers.claim_oauth"
+	ClaimOAuth = wire.Endpoint[MCPServerClaimOAuthRequest, MCPServer]{Subject: "vfs.mcpservers.claim_oauth"}
 )
 
 // MCPServerSecrets are a server's credentials: the bearer token and extra
@@ -126,32 +126,32 @@ func NewMCPServers(c *wire.Client) *MCPServers { return &MCPServers{c: c} }
 
 // Create stores a server; a taken name is already_exists.
 func (m *MCPServers) Create(ctx context.Context, req *MCPServerCreateRequest) (*MCPServer, error) {
-	return wire.Call[MCPServerCreateRequest, MCPServer](ctx, m.c, SubjectMCPServerCreate, req)
+	return Create.Call(ctx, m.c, req)
 }
 
 // List returns an account's servers.
 func (m *MCPServers) List(ctx context.Context, req *MCPServerListRequest) (*MCPServerListResponse, error) {
-	return wire.Call[MCPServerListRequest, MCPServerListResponse](ctx, m.c, SubjectMCPServerList, req)
+	return List.Call(ctx, m.c, req)
 }
 
 // Update switches a server on or off; an unknown name is not_found.
 func (m *MCPServers) Update(ctx context.Context, req *MCPServerUpdateRequest) (*MCPServer, error) {
-	return wire.Call[MCPServerUpdateRequest, MCPServer](ctx, m.c, SubjectMCPServerUpdate, req)
+	return Update.Call(ctx, m.c, req)
 }
 
 // Delete removes a server; an unknown name is not_found.
 func (m *MCPServers) Delete(ctx context.Context, req *MCPServerDeleteRequest) (*MCPServer, error) {
-	return wire.Call[MCPServerDeleteRequest, MCPServer](ctx, m.c, SubjectMCPServerDelete, req)
+	return Delete.Call(ctx, m.c, req)
 }
 
 // SetSecrets replaces a server's credentials; an unknown name is not_found.
 func (m *MCPServers) SetSecrets(ctx context.Context, req *MCPServerSetSecretsRequest) (*MCPServer, error) {
-	return wire.Call[MCPServerSetSecretsRequest, MCPServer](ctx, m.c, SubjectMCPServerSetSecrets, req)
+	return SetSecrets.Call(ctx, m.c, req)
 }
 
 // ClaimOAuth returns the server with its secrets as they were, pending
 // flow included, and clears the flow; an unknown, used or expired state is
 // failed_precondition.
 func (m *MCPServers) ClaimOAuth(ctx context.Context, req *MCPServerClaimOAuthRequest) (*MCPServer, error) {
-	return wire.Call[MCPServerClaimOAuthRequest, MCPServer](ctx, m.c, SubjectMCPServerClaimOAuth, req)
+	return ClaimOAuth.Call(ctx, m.c, req)
 }

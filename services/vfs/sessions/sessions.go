@@ -11,14 +11,14 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Subjects of chat sessions (SPEC §9), stored by vfs-svc for agent-svc and
+// Endpoints of chat sessions (SPEC §9), stored by vfs-svc for agent-svc and
 // the gateway.
-const (
-	SubjectSessionsLoad   = "vfs.sessions.load"
-	SubjectSessionsSave   = "vfs.sessions.save"
-	SubjectSessionsList   = "vfs.sessions.list"
-	SubjectSessionsGet    = "vfs.sessions.get"
-	SubjectSessionsDelete = "vfs.sessions.delete"
+var (
+	Load   = wire.Endpoint[SessionLoadRequest, SessionLoadResponse]{Subject: "vfs.sessions.load"}
+	Save   = wire.Endpoint[SessionSaveRequest, Session]{Subject: "vfs.sessions.save"}
+	List   = wire.Endpoint[SessionListRequest, SessionListResponse]{Subject: "vfs.sessions.list"}
+	Get    = wire.Endpoint[SessionGetRequest, SessionGetResponse]{Subject: "vfs.sessions.get"}
+	Delete = wire.Endpoint[SessionDeleteRequest, SessionDeleteResponse]{Subject: "vfs.sessions.delete"}
 )
 
 // sessionIDPattern keeps session ids safe in paths, subjects and logs.
@@ -125,25 +125,25 @@ func NewSessions(c *wire.Client) *Sessions { return &Sessions{c: c} }
 
 // Load reads the model messages of a session (not_found if absent).
 func (s *Sessions) Load(ctx context.Context, req *SessionLoadRequest) (*SessionLoadResponse, error) {
-	return wire.Call[SessionLoadRequest, SessionLoadResponse](ctx, s.c, SubjectSessionsLoad, req)
+	return Load.Call(ctx, s.c, req)
 }
 
 // Save records a finished turn.
 func (s *Sessions) Save(ctx context.Context, req *SessionSaveRequest) (*Session, error) {
-	return wire.Call[SessionSaveRequest, Session](ctx, s.c, SubjectSessionsSave, req)
+	return Save.Call(ctx, s.c, req)
 }
 
 // List pages through sessions.
 func (s *Sessions) List(ctx context.Context, req *SessionListRequest) (*SessionListResponse, error) {
-	return wire.Call[SessionListRequest, SessionListResponse](ctx, s.c, SubjectSessionsList, req)
+	return List.Call(ctx, s.c, req)
 }
 
 // Get reads a session and its transcript.
 func (s *Sessions) Get(ctx context.Context, req *SessionGetRequest) (*SessionGetResponse, error) {
-	return wire.Call[SessionGetRequest, SessionGetResponse](ctx, s.c, SubjectSessionsGet, req)
+	return Get.Call(ctx, s.c, req)
 }
 
 // Delete removes a session and its files.
 func (s *Sessions) Delete(ctx context.Context, req *SessionDeleteRequest) (*SessionDeleteResponse, error) {
-	return wire.Call[SessionDeleteRequest, SessionDeleteResponse](ctx, s.c, SubjectSessionsDelete, req)
+	return Delete.Call(ctx, s.c, req)
 }

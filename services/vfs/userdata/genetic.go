@@ -6,10 +6,10 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Subjects of the genetic variants store.
-const (
-	SubjectGeneticQuery  = "vfs.data.genetic.query"
-	SubjectGeneticDelete = "vfs.data.genetic.delete"
+// Endpoints of the genetic variants store.
+var (
+	GeneticQuery  = wire.Endpoint[GeneticQueryRequest, GeneticQueryResponse]{Subject: "vfs.data.genetic.query"}
+	GeneticDelete = wire.Endpoint[GeneticDeleteRequest, DataDeleteResponse]{Subject: "vfs.data.genetic.delete"}
 )
 
 // GeneticQueryRequest finds variants by rsid, by locus (Chromosome, and
@@ -69,10 +69,10 @@ type GeneticDeleteRequest struct {
 
 // QueryGenetic reads the genetic variants store.
 func (d *Data) QueryGenetic(ctx context.Context, req *GeneticQueryRequest) (*GeneticQueryResponse, error) {
-	return wire.Call[GeneticQueryRequest, GeneticQueryResponse](ctx, d.c, SubjectGeneticQuery, req)
+	return GeneticQuery.Call(ctx, d.c, req)
 }
 
 // DeleteGenetic deletes variants and announces the change.
 func (d *Data) DeleteGenetic(ctx context.Context, req *GeneticDeleteRequest) (*DataDeleteResponse, error) {
-	return wire.Call[GeneticDeleteRequest, DataDeleteResponse](ctx, d.c, SubjectGeneticDelete, req)
+	return GeneticDelete.Call(ctx, d.c, req)
 }

@@ -7,10 +7,10 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Subjects of the health series store.
-const (
-	SubjectHealthQuery  = "vfs.data.health.query"
-	SubjectHealthDelete = "vfs.data.health.delete"
+// Endpoints of the health series store.
+var (
+	HealthQuery  = wire.Endpoint[HealthQueryRequest, HealthQueryResponse]{Subject: "vfs.data.health.query"}
+	HealthDelete = wire.Endpoint[HealthDeleteRequest, DataDeleteResponse]{Subject: "vfs.data.health.delete"}
 )
 
 // Health query modes and buckets (SPEC §3, query_health_indicators).
@@ -97,10 +97,10 @@ type DataDeleteResponse struct {
 
 // QueryHealth reads the health series store.
 func (d *Data) QueryHealth(ctx context.Context, req *HealthQueryRequest) (*HealthQueryResponse, error) {
-	return wire.Call[HealthQueryRequest, HealthQueryResponse](ctx, d.c, SubjectHealthQuery, req)
+	return HealthQuery.Call(ctx, d.c, req)
 }
 
 // DeleteHealth deletes health rows and announces the change.
 func (d *Data) DeleteHealth(ctx context.Context, req *HealthDeleteRequest) (*DataDeleteResponse, error) {
-	return wire.Call[HealthDeleteRequest, DataDeleteResponse](ctx, d.c, SubjectHealthDelete, req)
+	return HealthDelete.Call(ctx, d.c, req)
 }

@@ -12,15 +12,15 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Subjects of the import protocol. An import is a session: begin, then
+// Endpoints of the import protocol. An import is a session: begin, then
 // chunks in order, then commit (or abort). Chunks are staged in Postgres,
 // so any vfs-svc replica can take any chunk, and nothing reaches the user's
 // store before commit.
-const (
-	SubjectImportBegin  = "vfs.data.import.begin"
-	SubjectImportChunk  = "vfs.data.import.chunk"
-	SubjectImportCommit = "vfs.data.import.commit"
-	SubjectImportAbort  = "vfs.data.import.abort"
+var (
+	ImportBegin  = wire.Endpoint[ImportBeginRequest, ImportBeginResponse]{Subject: "vfs.data.import.begin"}
+	ImportChunk  = wire.Endpoint[ImportChunkRequest, ImportChunkResponse]{Subject: "vfs.data.import.chunk"}
+	ImportCommit = wire.Endpoint[ImportCommitRequest, ImportResult]{Subject: "vfs.data.import.commit"}
+	ImportAbort  = wire.Endpoint[ImportAbortRequest, wire.Empty]{Subject: "vfs.data.import.abort"}
 )
 
 // Import formats.
@@ -149,7 +149,7 @@ func (d *Data) Import(ctx context.Context, req *ImportRequest, r io.Reader) (*Im
 		defer pr.Close()
 		r, format = pr, FormatNDJSON
 	}
-	begin, err := wire.Call[ImportBeginRequest, ImportBeginResponse](ctx, d.c, SubjectImportBegin,
+	begin, err := ImportBegin.Call(ctx, d.c,
 		&ImportBeginRequest{AccountID: req.AccountID, Kind: req.Kind, Format: format})
 	if err != nil {
 		return nil, err
@@ -157,7 +157,7 @@ func (d *Data) Import(ctx context.Context, req *ImportRequest, r io.Reader) (*Im
 	abort := func(cause error) (*ImportResult, error) {
 		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wire.DefaultTimeout)
 		defer cancel()
-		_, aerr := wire.Call[ImportAbortRequest, wire.Empty](actx, d.c, SubjectImportAbort,
+		_, aerr := ImportAbort.Call(actx, d.c,
 			&ImportAbortRequest{AccountID: req.AccountID, ImportID: begin.ImportID})
 		return nil, errors.Join(cause, aerr)
 	}
@@ -166,7 +166,7 @@ func (d *Data) Import(ctx context.Context, req *ImportRequest, r io.Reader) (*Im
 	chunk, line := chunkSizes(d.c.MaxPayload())
 	err = chunkLines(r, chunk, line, format == FormatCSV, func(c *ImportChunkRequest) error {
 		c.AccountID, c.ImportID = req.AccountID, begin.ImportID
-		resp, err := wire.Call[ImportChunkRequest, ImportChunkResponse](ctx, d.c, SubjectImportChunk, c)
+		resp, err := ImportChunk.Call(ctx, d.c, c)
 		if err != nil {
 			return err
 		}
@@ -177,7 +177,7 @@ func (d *Data) Import(ctx context.Context, req *ImportRequest, r io.Reader) (*Im
 	if err != nil {
 		return abort(err)
 	}
-	res, err := wire.Call[ImportCommitRequest, ImportResult](ctx, d.c, SubjectImportCommit,
+	res, err := ImportCommit.Call(ctx, d.c,
 		&ImportCommitRequest{AccountID: req.AccountID, ImportID: begin.ImportID, Partial: req.Partial})
 	if err != nil {
 		return abort(err)

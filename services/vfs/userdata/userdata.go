@@ -15,15 +15,13 @@ const (
 	KindGenetic = "genetic"
 )
 
-// Subjects for user data.
-const (
-	SubjectDataKinds = "vfs.data.kinds"
-	// EventDataChangedPrefix is followed by the account id.
-	EventDataChangedPrefix = "events.data.changed."
+// Endpoints and events of user data.
+var (
+	Kinds = wire.Endpoint[DataKindsRequest, DataKindsResponse]{Subject: "vfs.data.kinds"}
+	// DataChanged, for one account (DataChanged.For(account)), is
+	// published after an import or delete of its data.
+	DataChanged = wire.Event[DataChangedEvent]{Subject: "events.data.changed.*"}
 )
-
-// EventDataChanged returns the subject announcing a change of account's data.
-func EventDataChanged(account string) string { return EventDataChangedPrefix + account }
 
 // DataKindsRequest asks which data kinds an account holds.
 type DataKindsRequest struct {
@@ -49,5 +47,5 @@ func NewData(c *wire.Client) *Data { return &Data{c: c} }
 
 // Kinds returns the data kinds the account holds.
 func (d *Data) Kinds(ctx context.Context, req *DataKindsRequest) (*DataKindsResponse, error) {
-	return wire.Call[DataKindsRequest, DataKindsResponse](ctx, d.c, SubjectDataKinds, req)
+	return Kinds.Call(ctx, d.c, req)
 }
