@@ -2,7 +2,6 @@ package vfssvc
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,9 +16,11 @@ import (
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
+	"github.com/mirobody/mirobody-go/services/wire/wiretest"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+// update is wiretest's -update flag, which the contract checks share.
+var update = wiretest.Update
 
 func readExample(t testing.TB, name string) string {
 	t.Helper()
