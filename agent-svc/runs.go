@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
@@ -48,12 +47,14 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 		return nil, wire.Errorf(wire.InvalidArgument, `the question contains a NUL character (\u0000), which text cannot hold`)
 	}
 	sessionID := req.SessionID
-	if sessionID != "" && !sessions.ValidSessionID(sessionID) {
-		return nil, wire.Errorf(wire.InvalidArgument, "session_id must be 1 to 128 letters, digits, '-' or '_'")
+	if sessionID != "" {
+		if err := sessions.CheckID(sessionID); err != nil {
+			return nil, err
+		}
 	}
 	var history []llm.Message
 	if sessionID == "" {
-		sessionID = uuid.NewString()
+		sessionID = sessions.NewID()
 	} else if history, err = s.loadHistory(ctx, req.AccountID, sessionID); err != nil {
 		// Before the ack: a session id taken by another account (or
 		// storage that is down) costs no model call and no wasted turn.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -102,7 +103,7 @@ func (s *Service) baseToken(ctx context.Context, req *agent.StartRequest) error 
 		return nil
 	}
 	if req.SessionID == "" {
-		req.SessionID = uuid.NewString()
+		req.SessionID = sessions.NewID()
 	}
 	// mintAgentToken caps the lifetime at agentTokenMaxTTL.
 	ttl := time.Duration(s.opts.Config.TurnTimeoutS) * time.Second

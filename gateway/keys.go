@@ -11,10 +11,6 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// keyScopes are the scopes an API key can hold: "mcp" for /mcp, "api" for
-// /api (SPEC §6).
-var keyScopes = []string{"mcp", "api"}
-
 // keyRoutes adds /api/keys: the caller's own API keys, on the vfs-svc key
 // contract the `mirobody keys` CLI uses.
 func (s *Service) keyRoutes(api *echo.Group) {
@@ -74,7 +70,7 @@ func (s *Service) createAPIKey(c echo.Context) error {
 		return err
 	}
 	for _, sc := range body.Scopes {
-		if !slices.Contains(keyScopes, sc) {
+		if !slices.Contains(accounts.KeyScopes(), sc) {
 			return wire.Errorf(wire.InvalidArgument, "unknown scope %q: want mcp or api", sc)
 		}
 		if !slices.Contains(p.Scopes, sc) {
@@ -85,8 +81,8 @@ func (s *Service) createAPIKey(c echo.Context) error {
 	if len(requested) == 0 {
 		requested = p.Scopes
 	}
-	// In keyScopes' order, without duplicates, and only those the caller holds.
-	scopes := slices.DeleteFunc(slices.Clone(keyScopes), func(sc string) bool {
+	// In accounts.KeyScopes' order, without duplicates, and only those the caller holds.
+	scopes := slices.DeleteFunc(accounts.KeyScopes(), func(sc string) bool {
 		return !slices.Contains(requested, sc) || !slices.Contains(p.Scopes, sc)
 	})
 	resp, err := s.accounts.CreateKey(c.Request().Context(), &accounts.KeyCreateRequest{AccountID: p.AccountID, Name: body.Name, Scopes: scopes})

@@ -20,9 +20,6 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// DefaultScopes are given to a key created without scopes.
-var DefaultScopes = []string{"mcp", "api"}
-
 // lastUsedEvery bounds how often a key's last_used is written: verifying a
 // key reads it, and writes only when the stored value is older than this.
 const lastUsedEvery = time.Minute
@@ -121,7 +118,7 @@ func (s *Service) createKey(ctx context.Context, req *accounts.KeyCreateRequest)
 	}
 	scopes := req.Scopes
 	if len(scopes) == 0 {
-		scopes = DefaultScopes
+		scopes = accounts.KeyScopes()
 	}
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {

@@ -16,9 +16,6 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// defaultReadLines is a line-mode read's limit when the caller gives none.
-const defaultReadLines = 2000
-
 // querier is what both a pool and a transaction offer.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
@@ -230,7 +227,7 @@ func (s *Service) notAFile(ctx context.Context, l loc) error {
 // their newlines, and stops early rather than exceed MaxReadBytes.
 func sliceLines(content string, info *files.FileInfo, offset, limit int64) *files.ReadResponse {
 	if limit == 0 {
-		limit = defaultReadLines
+		limit = files.DefaultReadLines
 	}
 	total := int64(strings.Count(content, "\n"))
 	if content != "" && !strings.HasSuffix(content, "\n") {

@@ -30,10 +30,10 @@ func checkSessionIDs(account, session string) error {
 	if _, err := uuid.Parse(account); err != nil {
 		return wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", account)
 	}
-	if session != "" && !sessions.ValidSessionID(session) {
-		return wire.Errorf(wire.InvalidArgument, "session id must be 1 to 128 letters, digits, '-' or '_'")
+	if session == "" {
+		return nil
 	}
-	return nil
+	return sessions.CheckID(session)
 }
 
 const sessionCols = `id, title, agent, turns, created, updated`

@@ -10,9 +10,6 @@ import (
 	"github.com/mirobody/mirobody-go/services/vfs/files"
 )
 
-// defaultReadLines is read_file's page size when the model gives no limit.
-const defaultReadLines = 2000
-
 // maxLineChars clips very long lines in read_file output.
 const maxLineChars = 2000
 
@@ -66,7 +63,7 @@ func fsTools() []*tool {
 					return errResult("invalid_argument", "read_file takes {file_path, offset?, limit?}")
 				}
 				if in.Limit <= 0 {
-					in.Limit = defaultReadLines
+					in.Limit = files.DefaultReadLines
 				}
 				resp, err := r.a.opts.FS.Read(ctx, &files.ReadRequest{Scope: r.scope(), Path: in.FilePath, Offset: in.Offset, Limit: in.Limit})
 				if err != nil {

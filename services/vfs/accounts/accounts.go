@@ -28,6 +28,18 @@ var (
 // KeyPrefix starts every Mirobody API key.
 const KeyPrefix = "mb_"
 
+// Scopes an API key can hold.
+const (
+	// ScopeMCP admits the key at /mcp.
+	ScopeMCP = "mcp"
+	// ScopeAPI admits the key at /api.
+	ScopeAPI = "api"
+)
+
+// KeyScopes returns every scope a key can hold, in their canonical order.
+// A key created without scopes gets them all.
+func KeyScopes() []string { return []string{ScopeMCP, ScopeAPI} }
+
 // Account is a user account. The password hash never leaves vfs-svc.
 type Account struct {
 	ID       string    `json:"id"`

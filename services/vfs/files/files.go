@@ -87,12 +87,15 @@ type ReadRequest struct {
 	// Offset is the first line (0-based) in line mode, the first byte in
 	// byte mode.
 	Offset int64 `json:"offset,omitempty"`
-	// Limit is the number of lines (default 2000) or bytes (default and
+	// Limit is the number of lines (default DefaultReadLines) or bytes (default and
 	// maximum MaxReadBytes).
 	Limit int64 `json:"limit,omitempty"`
 	// Bytes selects byte mode.
 	Bytes bool `json:"bytes,omitempty"`
 }
+
+// DefaultReadLines is a line-mode read's limit when the caller gives none.
+const DefaultReadLines = 2000
 
 // MaxReadBytes bounds one read's content, so a reply fits a NATS message.
 const MaxReadBytes = 512 << 10

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -24,9 +26,18 @@ var (
 // sessionIDPattern keeps session ids safe in paths, subjects and logs.
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-// ValidSessionID reports whether id is a well-formed session id: 1 to 128
-// letters, digits, '-' or '_'.
-func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }
+// NewID mints the id of a new session. Whoever starts a session without
+// an id (the gateway, for a Base turn's token; agent-svc) calls it.
+func NewID() string { return uuid.NewString() }
+
+// CheckID returns an invalid_argument error unless id is a well-formed
+// session id: 1 to 128 letters, digits, '-' or '_'.
+func CheckID(id string) error {
+	if !sessionIDPattern.MatchString(id) {
+		return wire.Errorf(wire.InvalidArgument, "session_id must be 1 to 128 letters, digits, '-' or '_'")
+	}
+	return nil
+}
 
 // Session is one conversation's summary row.
 type Session struct {
