@@ -156,7 +156,10 @@ func (f *filler) fill(v reflect.Value, name string) {
 	case reflect.Struct:
 		for i := range v.NumField() {
 			sf := v.Type().Field(i)
-			if !sf.IsExported() || sf.Tag.Get("json") == "-" {
+			// JSON promotes the fields of an embedded struct even when
+			// its type is unexported.
+			promoted := sf.Anonymous && sf.Type.Kind() == reflect.Struct
+			if !sf.IsExported() && !promoted || sf.Tag.Get("json") == "-" {
 				continue
 			}
 			f.fill(v.Field(i), strings.ToLower(sf.Name))
