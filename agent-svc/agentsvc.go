@@ -24,7 +24,8 @@ import (
 	"github.com/mirobody/mirobody-go/services/node"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/svc"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -53,7 +54,7 @@ type Service struct {
 	agents    map[agent.Name]turn.Agent
 	// prompts are each agent's PROMPT_ and PROMPTS_ templates.
 	prompts  map[agent.Name]*promptSet
-	sessions *vfs.Sessions
+	sessions *sessions.Sessions
 	repl     *jsrepl.Store
 	scripted *scripted.Server
 	subs     []*nats.Subscription
@@ -114,14 +115,14 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.node = n
-	s.sessions = vfs.NewSessions(n.Client)
+	s.sessions = sessions.NewSessions(n.Client)
 	s.repl = jsrepl.NewStore(jsrepl.Options{Timeout: time.Duration(cfg.JSTimeoutS) * time.Second, MaxToolCalls: cfg.JSMaxToolCalls,
 		MaxOutput: cfg.JSMaxOutput, MaxMemory: int64(cfg.JSMaxMemory), TTL: time.Duration(cfg.JSStateTTLS) * time.Second, Log: s.log})
 	subagents := map[string]deep.Subagent{}
 	for k, v := range cfg.SubagentsDeep {
 		subagents[k] = deep.Subagent{Description: v.Description, Prompt: v.Prompt}
 	}
-	s.agents = map[agent.Name]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: vfs.NewFS(n.Client), REPL: s.repl, Prompt: deepPrompts.def,
+	s.agents = map[agent.Name]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: files.NewFS(n.Client), REPL: s.repl, Prompt: deepPrompts.def,
 		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens,
 		Allowed: cfg.AllowedToolsDeep, Disallowed: cfg.DisallowedToolsDeep, Log: s.log}),
 		agent.AgentBase: base.New(base.Options{MCPURL: mcpURL(cfg), Prompt: basePrompts.def, MaxSteps: cfg.MaxSteps, MaxResultChars: cfg.EvictChars, Log: s.log})}
@@ -149,17 +150,17 @@ func (s *Service) warnPrivateMCPURL() {
 }
 
 func (s *Service) register() error {
-	if err := wire.Handle(s.node.Service.Group("runs"), "start", s.start); err != nil {
+	if err := wire.Serve(s.node.Service, agent.RunsStart, s.start); err != nil {
 		return err
 	}
 	nc := s.node.Conn
-	cancel, err := nc.Subscribe(agent.SubjectCancel, s.onCancel)
+	cancel, err := nc.Subscribe(agent.RunsCancel.Subject, s.onCancel)
 	if err != nil {
-		return fmt.Errorf("subscribing to %s: %w", agent.SubjectCancel, err)
+		return fmt.Errorf("subscribing to %s: %w", agent.RunsCancel.Subject, err)
 	}
-	deleted, err := nc.Subscribe(agent.EventSessionDeleted, s.onSessionDeleted)
+	deleted, err := nc.Subscribe(agent.SessionDeleted.Subject, s.onSessionDeleted)
 	if err != nil {
-		return fmt.Errorf("subscribing to %s: %w", agent.EventSessionDeleted, err)
+		return fmt.Errorf("subscribing to %s: %w", agent.SessionDeleted.Subject, err)
 	}
 	s.subs = append(s.subs, cancel, deleted)
 	return nil

@@ -12,14 +12,13 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/services/agent"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -48,12 +47,14 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 		return nil, wire.Errorf(wire.InvalidArgument, `the question contains a NUL character (\u0000), which text cannot hold`)
 	}
 	sessionID := req.SessionID
-	if sessionID != "" && !vfs.ValidSessionID(sessionID) {
-		return nil, wire.Errorf(wire.InvalidArgument, "session_id must be 1 to 128 letters, digits, '-' or '_'")
+	if sessionID != "" {
+		if err := sessions.CheckID(sessionID); err != nil {
+			return nil, err
+		}
 	}
 	var history []llm.Message
 	if sessionID == "" {
-		sessionID = uuid.NewString()
+		sessionID = sessions.NewID()
 	} else if history, err = s.loadHistory(ctx, req.AccountID, sessionID); err != nil {
 		// Before the ack: a session id taken by another account (or
 		// storage that is down) costs no model call and no wasted turn.
@@ -89,7 +90,7 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 // loadHistory returns the model messages of the caller's session, none
 // for a new session id. A session of another account is already_exists.
 func (s *Service) loadHistory(ctx context.Context, account, session string) ([]llm.Message, error) {
-	loaded, err := s.sessions.Load(ctx, &vfs.SessionLoadRequest{AccountID: account, SessionID: session})
+	loaded, err := s.sessions.Load(ctx, &sessions.SessionLoadRequest{AccountID: account, SessionID: session})
 	switch wire.CodeOf(err) {
 	case "":
 	case wire.NotFound:
@@ -109,8 +110,8 @@ func (s *Service) loadHistory(ctx context.Context, account, session string) ([]l
 }
 
 func (s *Service) onCancel(m *nats.Msg) {
-	var ev agent.CancelEvent
-	if json.Unmarshal(m.Data, &ev) != nil {
+	ev, err := agent.RunsCancel.Decode(m)
+	if err != nil {
 		return
 	}
 	s.mu.Lock()
@@ -123,8 +124,7 @@ func (s *Service) onCancel(m *nats.Msg) {
 }
 
 func (s *Service) onSessionDeleted(m *nats.Msg) {
-	var ev agent.SessionDeletedEvent
-	if json.Unmarshal(m.Data, &ev) == nil && ev.SessionID != "" {
+	if ev, err := agent.SessionDeleted.Decode(m); err == nil && ev.SessionID != "" {
 		s.repl.Drop(ev.AccountID + "/" + ev.SessionID)
 	}
 }
@@ -156,13 +156,14 @@ func (r *turnRun) emit(ev agent.Event) {
 	defer r.mu.Unlock()
 	r.seq++
 	ev.Seq = r.seq
-	err := r.s.node.Client.Publish(context.Background(), r.req.Inbox, &ev)
+	events := agent.RunEvents.On(r.req.Inbox)
+	err := events.Publish(context.Background(), r.s.node.Client, &ev)
 	if wire.IsTooLarge(err) {
 		// A lost event would stall the caller until it declares the run
 		// lost: the event goes out without its payload instead (tool
 		// arguments or content), and the transcript keeps it whole.
 		r.s.log.Warn("a run event is over the NATS max payload; streaming it without its content", "run_id", r.req.RunID, "type", ev.Type)
-		err = r.s.node.Client.Publish(context.Background(), r.req.Inbox, &agent.Event{Seq: ev.Seq, Type: ev.Type, ID: ev.ID, Name: ev.Name,
+		err = events.Publish(context.Background(), r.s.node.Client, &agent.Event{Seq: ev.Seq, Type: ev.Type, ID: ev.ID, Name: ev.Name,
 			ToolCallID: ev.ToolCallID, Status: ev.Status, ErrorKind: ev.ErrorKind, Truncated: true,
 			Message: fmt.Sprintf("this %s event is too large to stream (the limit is %d bytes); its content is left out", ev.Type, r.s.node.Client.MaxPayload())})
 	}
@@ -239,8 +240,8 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	defer cancel()
 	stop := context.AfterFunc(r.s.halted, cancel)
 	defer stop()
-	_, err = r.s.sessions.Save(saveCtx, &vfs.SessionSaveRequest{AccountID: r.req.AccountID, SessionID: r.sessionID, Title: r.req.Question,
-		Agent: string(r.kind), Messages: msgs, Turn: vfs.Turn{Question: r.req.Question, Answer: out.Answer, Finish: out.Finish, Events: events}})
+	_, err = r.s.sessions.Save(saveCtx, &sessions.SessionSaveRequest{AccountID: r.req.AccountID, SessionID: r.sessionID, Title: r.req.Question,
+		Agent: string(r.kind), Messages: msgs, Turn: sessions.Turn{Question: r.req.Question, Answer: out.Answer, Finish: out.Finish, Events: events}})
 	if err != nil {
 		log.Error("saving the session failed", "err", err)
 		msg := "the conversation could not be saved"

@@ -14,6 +14,7 @@ import (
 	"github.com/mirobody/mirobody-go/gateway/internal/oauth"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -105,7 +106,7 @@ func (s *Service) baseToken(ctx context.Context, req *agent.StartRequest) error 
 		return nil
 	}
 	if req.SessionID == "" {
-		req.SessionID = uuid.NewString()
+		req.SessionID = sessions.NewID()
 	}
 	// MintAgent caps the lifetime at 10 minutes.
 	ttl := time.Duration(s.opts.Config.TurnTimeoutS) * time.Second

@@ -12,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -35,21 +35,21 @@ func (s *Service) importHealth(c echo.Context) error {
 	body := bufio.NewReader(s.importBody(c))
 	format := c.QueryParam("format")
 	if format == "" {
-		format = vfs.FormatCSV
+		format = userdata.FormatCSV
 		if strings.Contains(c.Request().Header.Get(echo.HeaderContentType), "json") || firstByte(body) == '[' {
-			format = vfs.FormatJSON
+			format = userdata.FormatJSON
 		}
 	}
-	if format != vfs.FormatCSV && format != vfs.FormatJSON {
+	if format != userdata.FormatCSV && format != userdata.FormatJSON {
 		return wire.Errorf(wire.InvalidArgument, "format %q: want csv or json", format)
 	}
-	return s.runImport(c, vfs.KindHealth, format, body)
+	return s.runImport(c, userdata.KindHealth, format, body)
 }
 
 // importGenetic answers POST /api/data/genetic: a 23andMe or AncestryDNA
 // raw data file.
 func (s *Service) importGenetic(c echo.Context) error {
-	return s.runImport(c, vfs.KindGenetic, vfs.FormatRaw, s.importBody(c))
+	return s.runImport(c, userdata.KindGenetic, userdata.FormatRaw, s.importBody(c))
 }
 
 // importBody is the upload, up to DATA_IMPORT_MAX_BYTES. A large upload
@@ -83,7 +83,7 @@ func (s *Service) runImport(c echo.Context, kind, format string, body io.Reader)
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), importTimeout)
 	defer cancel()
-	res, err := vfs.NewData(s.node.Client).Import(ctx, &vfs.ImportRequest{
+	res, err := userdata.NewData(s.node.Client).Import(ctx, &userdata.ImportRequest{
 		AccountID: principal(c).AccountID, Kind: kind, Format: format, Partial: partial}, body)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -104,7 +104,7 @@ func (s *Service) runImport(c echo.Context, kind, format string, body io.Reader)
 // deleteHealth answers DELETE /api/data/health: every row, or those of
 // ?indicator=… (repeatable) between ?start= and ?end=.
 func (s *Service) deleteHealth(c echo.Context) error {
-	req := &vfs.HealthDeleteRequest{AccountID: principal(c).AccountID, Indicators: c.QueryParams()["indicator"]}
+	req := &userdata.HealthDeleteRequest{AccountID: principal(c).AccountID, Indicators: c.QueryParams()["indicator"]}
 	var err error
 	if req.Start, err = timeParam(c, "start"); err != nil {
 		return err
@@ -112,7 +112,7 @@ func (s *Service) deleteHealth(c echo.Context) error {
 	if req.End, err = timeParam(c, "end"); err != nil {
 		return err
 	}
-	resp, err := vfs.NewData(s.node.Client).DeleteHealth(c.Request().Context(), req)
+	resp, err := userdata.NewData(s.node.Client).DeleteHealth(c.Request().Context(), req)
 	if err != nil {
 		return err
 	}
@@ -122,8 +122,8 @@ func (s *Service) deleteHealth(c echo.Context) error {
 // deleteGenetic answers DELETE /api/data/genetic: every variant, or those
 // of ?rsid=… (repeatable).
 func (s *Service) deleteGenetic(c echo.Context) error {
-	resp, err := vfs.NewData(s.node.Client).DeleteGenetic(c.Request().Context(),
-		&vfs.GeneticDeleteRequest{AccountID: principal(c).AccountID, RSIDs: c.QueryParams()["rsid"]})
+	resp, err := userdata.NewData(s.node.Client).DeleteGenetic(c.Request().Context(),
+		&userdata.GeneticDeleteRequest{AccountID: principal(c).AccountID, RSIDs: c.QueryParams()["rsid"]})
 	if err != nil {
 		return err
 	}

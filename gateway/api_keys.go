@@ -8,13 +8,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mirobody/mirobody-go/gateway/internal/authn"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
-
-// keyScopes are the scopes an API key can hold: "mcp" for /mcp, "api" for
-// /api (SPEC §6).
-var keyScopes = []string{"mcp", "api"}
 
 // keyRoutes adds /api/keys: the caller's own API keys, on the vfs-svc key
 // contract the `mirobody keys` CLI uses.
@@ -36,7 +32,7 @@ type apiKeyView struct {
 	Current    bool       `json:"current,omitempty"`
 }
 
-func viewKey(k *vfs.APIKey, p *authn.Principal) apiKeyView {
+func viewKey(k *accounts.APIKey, p *authn.Principal) apiKeyView {
 	return apiKeyView{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Scopes: k.Scopes, CreatedAt: k.Created, LastUsedAt: k.LastUsed,
 		Current: k.ID == p.KeyID}
 }
@@ -45,7 +41,7 @@ func viewKey(k *vfs.APIKey, p *authn.Principal) apiKeyView {
 // newest first.
 func (s *Service) listAPIKeys(c echo.Context) error {
 	p := principal(c)
-	resp, err := s.accounts.ListKeys(c.Request().Context(), &vfs.KeyListRequest{AccountID: p.AccountID})
+	resp, err := s.accounts.ListKeys(c.Request().Context(), &accounts.KeyListRequest{AccountID: p.AccountID})
 	if err != nil {
 		return err
 	}
@@ -75,7 +71,7 @@ func (s *Service) createAPIKey(c echo.Context) error {
 		return err
 	}
 	for _, sc := range body.Scopes {
-		if !slices.Contains(keyScopes, sc) {
+		if !slices.Contains(accounts.KeyScopes(), sc) {
 			return wire.Errorf(wire.InvalidArgument, "unknown scope %q: want mcp or api", sc)
 		}
 		if !slices.Contains(p.Scopes, sc) {
@@ -86,11 +82,11 @@ func (s *Service) createAPIKey(c echo.Context) error {
 	if len(requested) == 0 {
 		requested = p.Scopes
 	}
-	// In keyScopes' order, without duplicates, and only those the caller holds.
-	scopes := slices.DeleteFunc(slices.Clone(keyScopes), func(sc string) bool {
+	// In accounts.KeyScopes' order, without duplicates, and only those the caller holds.
+	scopes := slices.DeleteFunc(accounts.KeyScopes(), func(sc string) bool {
 		return !slices.Contains(requested, sc) || !slices.Contains(p.Scopes, sc)
 	})
-	resp, err := s.accounts.CreateKey(c.Request().Context(), &vfs.KeyCreateRequest{AccountID: p.AccountID, Name: body.Name, Scopes: scopes})
+	resp, err := s.accounts.CreateKey(c.Request().Context(), &accounts.KeyCreateRequest{AccountID: p.AccountID, Name: body.Name, Scopes: scopes})
 	if err != nil {
 		return err
 	}
@@ -104,7 +100,7 @@ func (s *Service) createAPIKey(c echo.Context) error {
 // revocation, so every gateway replica drops the key from its cache.
 func (s *Service) revokeAPIKey(c echo.Context) error {
 	p := principal(c)
-	if _, err := s.accounts.RevokeKey(c.Request().Context(), &vfs.KeyRevokeRequest{AccountID: p.AccountID, KeyID: c.Param("id")}); err != nil {
+	if _, err := s.accounts.RevokeKey(c.Request().Context(), &accounts.KeyRevokeRequest{AccountID: p.AccountID, KeyID: c.Param("id")}); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -112,7 +108,7 @@ func (s *Service) revokeAPIKey(c echo.Context) error {
 
 // me answers GET /api/me: the caller's account.
 func (s *Service) me(c echo.Context) error {
-	a, err := s.accounts.Get(c.Request().Context(), &vfs.AccountGetRequest{ID: principal(c).AccountID})
+	a, err := s.accounts.Get(c.Request().Context(), &accounts.AccountGetRequest{ID: principal(c).AccountID})
 	if err != nil {
 		return err
 	}

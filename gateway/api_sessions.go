@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mirobody/mirobody-go/services/agent"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -29,7 +29,7 @@ func (s *Service) listSessions(c echo.Context) error {
 		}
 		limit = n
 	}
-	resp, err := vfs.NewSessions(s.node.Client).List(c.Request().Context(), &vfs.SessionListRequest{
+	resp, err := sessions.NewSessions(s.node.Client).List(c.Request().Context(), &sessions.SessionListRequest{
 		AccountID: principal(c).AccountID, Limit: limit, Cursor: c.QueryParam("cursor")})
 	if err != nil {
 		return err
@@ -39,7 +39,7 @@ func (s *Service) listSessions(c echo.Context) error {
 
 // getSession answers GET /api/sessions/{id}: the session and its turns.
 func (s *Service) getSession(c echo.Context) error {
-	resp, err := vfs.NewSessions(s.node.Client).Get(c.Request().Context(), &vfs.SessionGetRequest{
+	resp, err := sessions.NewSessions(s.node.Client).Get(c.Request().Context(), &sessions.SessionGetRequest{
 		AccountID: principal(c).AccountID, SessionID: c.Param("id")})
 	if err != nil {
 		return err
@@ -52,7 +52,7 @@ func (s *Service) getSession(c echo.Context) error {
 func (s *Service) deleteSession(c echo.Context) error {
 	p := principal(c)
 	id := c.Param("id")
-	resp, err := vfs.NewSessions(s.node.Client).Delete(c.Request().Context(), &vfs.SessionDeleteRequest{AccountID: p.AccountID, SessionID: id})
+	resp, err := sessions.NewSessions(s.node.Client).Delete(c.Request().Context(), &sessions.SessionDeleteRequest{AccountID: p.AccountID, SessionID: id})
 	if err != nil {
 		return err
 	}

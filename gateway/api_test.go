@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -199,7 +199,7 @@ func TestAPIErrorsHideInternals(t *testing.T) {
 	acc, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "vfs", Version: "0.0.1", Log: servicetest.Logger(t)})
 	must(t, err)
 	t.Cleanup(func() { _ = acc.Stop(context.Background()) })
-	must(t, wire.Handle(acc.Group("accounts"), "get", func(context.Context, *vfs.AccountGetRequest) (*vfs.Account, error) {
+	must(t, wire.Serve(acc, accounts.AccountsGet, func(context.Context, *accounts.AccountGetRequest) (*accounts.Account, error) {
 		return nil, wire.Errorf(wire.Internal, "request to registry.tools.call failed")
 	}))
 	resp, body = send(t, http.MethodGet, url, "", "Authorization", "Bearer "+keyGood)

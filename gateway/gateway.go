@@ -29,7 +29,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/node"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/svc"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -51,7 +51,7 @@ type Service struct {
 	opts     Options
 	log      *slog.Logger
 	node     *node.Node
-	accounts *vfs.Accounts
+	accounts *accounts.Accounts
 	registry *registry.Client
 	auth     *authn.Authenticator
 	limits   *authn.Limits

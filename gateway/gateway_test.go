@@ -19,7 +19,8 @@ import (
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -62,7 +63,7 @@ var fakeTools = []registry.Tool{
 	{Name: "whoami", Description: "names the caller", InputSchema: json.RawMessage(`{"type":"object"}`), TakesUserInfo: true},
 }
 
-var privateTool = registry.Tool{Name: "private", Description: "personal tool", InputSchema: json.RawMessage(`{"type":"object"}`), RequiresData: vfs.KindHealth}
+var privateTool = registry.Tool{Name: "private", Description: "personal tool", InputSchema: json.RawMessage(`{"type":"object"}`), RequiresData: userdata.KindHealth}
 
 // startFakes serves the fake registry and vfs on a fresh NATS server.
 func startFakes(t testing.TB) *fakes {
@@ -75,17 +76,16 @@ func startFakes(t testing.TB) *fakes {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = reg.Stop(context.Background()) })
-	tools := reg.Group("tools")
-	must(t, wire.Handle(tools, "list", func(_ context.Context, req *registry.ListRequest) (*registry.ListResponse, error) {
+	must(t, wire.Serve(reg, registry.ToolsList, func(_ context.Context, req *registry.ListRequest) (*registry.ListResponse, error) {
 		out := append([]registry.Tool(nil), fakeTools...)
 		if !req.Caller.Anonymous() {
 			out = append(out, privateTool)
 		}
 		return &registry.ListResponse{Tools: out, Revision: "1"}, nil
 	}))
-	must(t, wire.Handle(tools, "call", f.call))
+	must(t, wire.Serve(reg, registry.ToolsCall, f.call))
 	cancelled := make(chan registry.CancelEvent, 16)
-	sub, err := f.nc.Subscribe(registry.SubjectCancel, func(m *nats.Msg) {
+	sub, err := f.nc.Subscribe(registry.CallsCancel.Subject, func(m *nats.Msg) {
 		var ev registry.CancelEvent
 		if json.Unmarshal(m.Data, &ev) == nil {
 			f.mu.Lock()
@@ -101,7 +101,7 @@ func startFakes(t testing.TB) *fakes {
 	vfsSvc, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "vfs", Version: "0.0.1", Log: log})
 	must(t, err)
 	t.Cleanup(func() { _ = vfsSvc.Stop(context.Background()) })
-	must(t, wire.Handle(vfsSvc.Group("keys"), "verify", func(_ context.Context, req *vfs.KeyVerifyRequest) (*vfs.KeyVerifyResponse, error) {
+	must(t, wire.Serve(vfsSvc, accounts.KeysVerify, func(_ context.Context, req *accounts.KeyVerifyRequest) (*accounts.KeyVerifyResponse, error) {
 		f.mu.Lock()
 		revoked := f.revoked[req.Hash]
 		f.verifies++
@@ -110,12 +110,12 @@ func startFakes(t testing.TB) *fakes {
 			return nil, wire.Errorf(wire.Unauthenticated, "revoked key")
 		}
 		switch req.Hash {
-		case vfs.HashKey(keyGood):
-			return &vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k1", Scopes: []string{"mcp", "api"}}, nil
-		case vfs.HashKey(keyOther):
-			return &vfs.KeyVerifyResponse{AccountID: acctOther, KeyID: "k2", Scopes: []string{"mcp"}}, nil
-		case vfs.HashKey(keyNoScope):
-			return &vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k3", Scopes: []string{"api"}}, nil
+		case accounts.HashKey(keyGood):
+			return &accounts.KeyVerifyResponse{AccountID: acctGood, KeyID: "k1", Scopes: []string{"mcp", "api"}}, nil
+		case accounts.HashKey(keyOther):
+			return &accounts.KeyVerifyResponse{AccountID: acctOther, KeyID: "k2", Scopes: []string{"mcp"}}, nil
+		case accounts.HashKey(keyNoScope):
+			return &accounts.KeyVerifyResponse{AccountID: acctGood, KeyID: "k3", Scopes: []string{"api"}}, nil
 		}
 		return nil, wire.Errorf(wire.Unauthenticated, "unknown key")
 	}))
@@ -327,7 +327,7 @@ func TestTraceContextReachesNATS(t *testing.T) {
 	url := startGateway(t, testConfig(t, f.url))
 	seen := make(chan string, 4)
 	// A plain subscription gets a copy of every request, beside the queue group.
-	sub, err := f.nc.Subscribe(registry.SubjectCall, func(m *nats.Msg) { seen <- m.Header.Get("traceparent") })
+	sub, err := f.nc.Subscribe(registry.ToolsCall.Subject, func(m *nats.Msg) { seen <- m.Header.Get("traceparent") })
 	must(t, err)
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
 	must(t, f.nc.Flush())

@@ -14,7 +14,8 @@ import (
 	"github.com/mirobody/mirobody-go/gateway/internal/mcpserver"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -91,11 +92,11 @@ func TestLegacyStreamListChanged(t *testing.T) {
 
 	// The streams are registered once the hub holds both listeners.
 	waitListeners(t, gw, 2)
-	pub(vfs.EventDataChanged(acctGood), vfs.DataChangedEvent{AccountID: acctGood})
+	pub(userdata.DataChanged.For(acctGood).Subject, userdata.DataChangedEvent{AccountID: acctGood})
 	if r := next(t, mine); r.Method != "notifications/tools/list_changed" {
 		t.Fatalf("got %+v", r)
 	}
-	pub(registry.EventChanged, registry.ChangedEvent{Revision: "2"})
+	pub(registry.Changed.Subject, registry.ChangedEvent{Revision: "2"})
 	if r := next(t, theirs); r.Method != "notifications/tools/list_changed" {
 		t.Fatalf("other account got %+v", r)
 	}
@@ -134,7 +135,7 @@ func TestModernListen(t *testing.T) {
 		t.Errorf("ack %s", ack.Params)
 	}
 	b, _ := json.Marshal(registry.ChangedEvent{Revision: "3"})
-	must(t, f.nc.Publish(registry.EventChanged, b))
+	must(t, f.nc.Publish(registry.Changed.Subject, b))
 	r := next(t, ch)
 	if r.Method != "notifications/tools/list_changed" || !strings.Contains(string(r.Params), `"sub-1"`) {
 		t.Fatalf("got %+v %s", r, r.Params)
@@ -429,7 +430,7 @@ func testMCP(t testing.TB, fk *fakes) http.Handler {
 	})
 	must(t, err)
 	t.Cleanup(m.Close)
-	auth, err := authn.New(authn.Options{Keys: vfs.NewAccounts(client), Limits: lim})
+	auth, err := authn.New(authn.Options{Keys: accounts.NewAccounts(client), Limits: lim})
 	must(t, err)
 	return auth.Middleware(m, m.Reject)
 }

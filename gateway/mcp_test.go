@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 )
 
 const (
@@ -254,13 +254,13 @@ func TestKeyCacheRevocation(t *testing.T) {
 	}
 	f.mu.Lock()
 	verifies := f.verifies
-	f.revoked[vfs.HashKey(keyGood)] = true
+	f.revoked[accounts.HashKey(keyGood)] = true
 	f.mu.Unlock()
 	if verifies != 1 {
 		t.Errorf("%d verifications for 3 calls, want 1 (cached)", verifies)
 	}
-	b, _ := json.Marshal(vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k1"})
-	must(t, f.nc.Publish(vfs.EventKeyRevoked, b))
+	b, _ := json.Marshal(accounts.KeyVerifyResponse{AccountID: acctGood, KeyID: "k1"})
+	must(t, f.nc.Publish(accounts.KeyRevoked.Subject, b))
 	servicetest.Eventually(t, 5*time.Second, func() bool {
 		resp, _ := post(t, url, whoami, "Authorization", "Bearer "+keyGood)
 		return resp.StatusCode == 401

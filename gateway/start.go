@@ -12,7 +12,7 @@ import (
 	"github.com/mirobody/mirobody-go/gateway/internal/oauth"
 	"github.com/mirobody/mirobody-go/services/buildinfo"
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -21,7 +21,7 @@ import (
 func (s *Service) startParts() error {
 	cfg := s.opts.Config
 	bus := s.node.Client
-	s.accounts = vfs.NewAccounts(bus)
+	s.accounts = accounts.NewAccounts(bus)
 	s.registry = registry.NewClient(bus)
 	o, err := oauth.New(oauth.Options{Bus: bus, Conn: s.node.Conn, PublicURL: cfg.MCPPublicURL, SecretKey: cfg.SecretKey,
 		AllowPrivateClients: cfg.MCPClientAllowPriv, PerIP: cfg.RateLimitIP, PerAccount: cfg.RateLimitAcct,
@@ -36,8 +36,8 @@ func (s *Service) startParts() error {
 	if err != nil {
 		return fmt.Errorf("registering the auth metrics: %w", err)
 	}
-	if _, err := s.node.Conn.Subscribe(vfs.EventKeyRevoked, func(*nats.Msg) { s.auth.ForgetKeys() }); err != nil {
-		return fmt.Errorf("subscribing to %s: %w", vfs.EventKeyRevoked, err)
+	if _, err := s.node.Conn.Subscribe(accounts.KeyRevoked.Subject, func(*nats.Msg) { s.auth.ForgetKeys() }); err != nil {
+		return fmt.Errorf("subscribing to %s: %w", accounts.KeyRevoked.Subject, err)
 	}
 	s.mcp, err = mcpserver.New(mcpserver.Options{
 		Bus:            bus,

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mirobody/mirobody-go/registry-svc/internal/builtin"
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // goEcho is a trivial built-in, the baseline for the Python path.
@@ -127,7 +126,7 @@ func BenchmarkList1000(b *testing.B) {
 	// pre-encoded ~350 KB reply, the caller decodes all of it.
 	b.Run("nats-full", func(b *testing.B) {
 		run(b, func() error {
-			_, err := wire.Call[registry.ListRequest, registry.ListResponse](ctx, e.wire, registry.SubjectList, req)
+			_, err := registry.ToolsList.Call(ctx, e.wire, req)
 			return err
 		})
 	})

@@ -67,8 +67,8 @@ func TestExternalListChangedFlood(t *testing.T) {
 
 	var events atomic.Int64
 	sentinel := make(chan struct{}, 1)
-	sub, err := servicetest.Conn(t, url).Subscribe(registry.EventAccountChangedPrefix+"*", func(m *nats.Msg) {
-		switch strings.TrimPrefix(m.Subject, registry.EventAccountChangedPrefix) {
+	sub, err := servicetest.Conn(t, url).Subscribe(registry.AccountChanged.Subject, func(m *nats.Msg) {
+		switch registry.AccountChanged.Token(m.Subject) {
 		case alice.AccountID:
 			events.Add(1)
 		case "sentinel":

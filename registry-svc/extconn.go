@@ -18,7 +18,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/buildinfo"
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
 )
 
 // Budgets of one external server. A failure puts the server in backoff
@@ -42,7 +42,7 @@ type serverSpec struct {
 	// fingerprint changes when the URL or a credential changes.
 	fingerprint string
 	// oauth is set for a server with auth oauth: its tokens.
-	oauth *vfs.MCPServerOAuth
+	oauth *mcpservers.MCPServerOAuth
 }
 
 func newSpec(name, url, token string, headers map[string]string) serverSpec {

@@ -14,7 +14,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/ssrf"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -41,7 +41,7 @@ const (
 type external struct {
 	log       *slog.Logger
 	guard     *ssrf.Guard
-	store     *vfs.MCPServers
+	store     *mcpservers.MCPServers
 	pub       *wire.Client
 	transport http.RoundTripper
 	refresh   time.Duration
@@ -73,7 +73,7 @@ type connKey struct {
 type externalOptions struct {
 	Log   *slog.Logger
 	Guard *ssrf.Guard
-	Store *vfs.MCPServers
+	Store *mcpservers.MCPServers
 	Pub   *wire.Client
 	// Refresh is how often open stored servers are listed again; zero
 	// means defaultRefresh.
@@ -173,7 +173,7 @@ func (x *external) config(ctx context.Context, account string) []serverSpec {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	resp, err := x.store.List(ctx, &vfs.MCPServerListRequest{AccountID: account, WithSecrets: true})
+	resp, err := x.store.List(ctx, &mcpservers.MCPServerListRequest{AccountID: account, WithSecrets: true})
 	if err != nil {
 		x.log.WarnContext(ctx, "reading the account's MCP servers failed; their tools are left out", "account", account, "err", err)
 		// Remembered briefly, so that a vfs-svc outage does not cost every
@@ -279,7 +279,7 @@ func (x *external) announce(account string) {
 
 // publish sends the event announcing a change of account's tools.
 func (x *external) publish(account string) {
-	if err := x.pub.Publish(context.Background(), registry.EventAccountChanged(account), &registry.ChangedEvent{}); err != nil {
+	if err := registry.AccountChanged.For(account).Publish(context.Background(), x.pub, &registry.ChangedEvent{}); err != nil {
 		x.log.Warn("publishing an account's tool change failed", "account", account, "err", err)
 	}
 }

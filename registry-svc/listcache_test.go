@@ -7,7 +7,6 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 func TestListETag(t *testing.T) {
@@ -15,7 +14,7 @@ func TestListETag(t *testing.T) {
 	ctx := context.Background()
 	raw := func(c registry.Caller, etag string) *registry.ListResponse {
 		t.Helper()
-		r, err := wire.Call[registry.ListRequest, registry.ListResponse](ctx, e.wire, registry.SubjectList, &registry.ListRequest{Caller: c, IfNoneMatch: etag})
+		r, err := registry.ToolsList.Call(ctx, e.wire, &registry.ListRequest{Caller: c, IfNoneMatch: etag})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -48,7 +48,7 @@ func (x *external) oauthClient() *http.Client {
 // The SDK's oauthex has the metadata types, fetchers and registration;
 // its client handler does not fit (it blocks in Connect waiting for a
 // browser and keeps the tokens in memory), so the flow is driven here.
-func (x *external) startOAuth(ctx context.Context, account, name string, server *url.URL, redirectURI string) (*vfs.MCPServerOAuth, string, error) {
+func (x *external) startOAuth(ctx context.Context, account, name string, server *url.URL, redirectURI string) (*mcpservers.MCPServerOAuth, string, error) {
 	hc := x.oauthClient()
 	resource := server.String()
 	prm, err := x.resourceMetadata(ctx, hc, resource)
@@ -73,7 +73,7 @@ func (x *external) startOAuth(ctx context.Context, account, name string, server 
 	if err != nil {
 		return nil, "", fmt.Errorf("registering with the authorization server: %w", err)
 	}
-	o := &vfs.MCPServerOAuth{ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, AuthURL: asm.AuthorizationEndpoint,
+	o := &mcpservers.MCPServerOAuth{ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, AuthURL: asm.AuthorizationEndpoint,
 		TokenURL: asm.TokenEndpoint, RedirectURI: redirectURI, Resource: prm.Resource, Scopes: prm.ScopesSupported}
 	authURL, err := pendFlow(o, account, name)
 	if err != nil {
@@ -85,7 +85,7 @@ func (x *external) startOAuth(ctx context.Context, account, name string, server 
 // pendFlow starts a new authorization code flow on o and returns its URL.
 // The state names the row (account and server) so the callback can find
 // it without per-replica memory; its random part is what proves it.
-func pendFlow(o *vfs.MCPServerOAuth, account, name string) (string, error) {
+func pendFlow(o *mcpservers.MCPServerOAuth, account, name string) (string, error) {
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("generating a state: %w", err)
@@ -97,7 +97,7 @@ func pendFlow(o *vfs.MCPServerOAuth, account, name string) (string, error) {
 	return oauthConfig(o).AuthCodeURL(state, oauth2.S256ChallengeOption(o.Verifier), oauth2.SetAuthURLParam("resource", o.Resource)), nil
 }
 
-func oauthConfig(o *vfs.MCPServerOAuth) *oauth2.Config {
+func oauthConfig(o *mcpservers.MCPServerOAuth) *oauth2.Config {
 	return &oauth2.Config{ClientID: o.ClientID, ClientSecret: o.ClientSecret, RedirectURL: o.RedirectURI, Scopes: o.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: o.AuthURL, TokenURL: o.TokenURL, AuthStyle: oauth2.AuthStyleInParams}}
 }
@@ -167,7 +167,7 @@ func (h *serverHandlers) oauthCallback(ctx context.Context, req *registry.Server
 	if !ok || random == "" || !registry.ServerNamePattern.MatchString(name) {
 		return nil, wire.Errorf(wire.FailedPrecondition, "this authorization is unknown, expired or already used; start again")
 	}
-	m, err := h.x.store.ClaimOAuth(ctx, &vfs.MCPServerClaimOAuthRequest{AccountID: account, Name: name, State: random})
+	m, err := h.x.store.ClaimOAuth(ctx, &mcpservers.MCPServerClaimOAuthRequest{AccountID: account, Name: name, State: random})
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +186,7 @@ func (h *serverHandlers) oauthCallback(ctx context.Context, req *registry.Server
 	stored.State, stored.Verifier, stored.PendingUntil = "", "", time.Time{}
 	stored.AccessToken, stored.RefreshToken, stored.Expiry = tok.AccessToken, tok.RefreshToken, tok.Expiry
 	sec.OAuth = &stored
-	if _, err := h.x.store.SetSecrets(ctx, &vfs.MCPServerSetSecretsRequest{AccountID: account, Name: name, Secrets: &sec}); err != nil {
+	if _, err := h.x.store.SetSecrets(ctx, &mcpservers.MCPServerSetSecretsRequest{AccountID: account, Name: name, Secrets: &sec}); err != nil {
 		return nil, err
 	}
 	h.x.announce(account)

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
 )
 
 // expiryLeeway refreshes a token this long before it expires, so that a
@@ -24,7 +24,7 @@ const expiryLeeway = 30 * time.Second
 // oauthSpec is a server with auth oauth: spec's fingerprint covers the
 // stored tokens, so a new authorization (or another replica's refresh,
 // once the configuration is read again) opens a new session.
-func oauthSpec(name, url string, o *vfs.MCPServerOAuth) serverSpec {
+func oauthSpec(name, url string, o *mcpservers.MCPServerOAuth) serverSpec {
 	spec := newSpec(name, url, "", nil)
 	sum := sha256.New()
 	fmt.Fprintf(sum, "%s\x00%s\x00%s\x00%s", spec.fingerprint, o.ClientID, o.AccessToken, o.RefreshToken)
@@ -45,7 +45,7 @@ type oauthTransport struct {
 	base          http.RoundTripper
 
 	mu sync.Mutex
-	o  vfs.MCPServerOAuth
+	o  mcpservers.MCPServerOAuth
 	// spent is a refresh token the authorization server refused: it is
 	// not sent again (the health loop would otherwise retry it forever).
 	spent    string
@@ -96,7 +96,7 @@ func (t *oauthTransport) send(r *http.Request, token string) (*http.Response, er
 func (t *oauthTransport) token(ctx context.Context, stale string) (string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	usable := func(o *vfs.MCPServerOAuth) bool {
+	usable := func(o *mcpservers.MCPServerOAuth) bool {
 		return o.AccessToken != "" && o.AccessToken != stale && (o.Expiry.IsZero() || time.Until(o.Expiry) > expiryLeeway)
 	}
 	if usable(&t.o) {
@@ -128,8 +128,8 @@ func (t *oauthTransport) token(ctx context.Context, stale string) (string, error
 	t.o.AccessToken, t.o.RefreshToken, t.o.Expiry = tok.AccessToken, tok.RefreshToken, tok.Expiry
 	t.needAuth.Store(false)
 	o := t.o
-	if _, err := t.x.store.SetSecrets(ctx, &vfs.MCPServerSetSecretsRequest{AccountID: t.account, Name: t.name,
-		Secrets: &vfs.MCPServerSecrets{OAuth: &o}}); err != nil {
+	if _, err := t.x.store.SetSecrets(ctx, &mcpservers.MCPServerSetSecretsRequest{AccountID: t.account, Name: t.name,
+		Secrets: &mcpservers.MCPServerSecrets{OAuth: &o}}); err != nil {
 		// The session goes on with the new token; after a restart the
 		// user may have to authorize again.
 		t.x.log.WarnContext(ctx, "storing a refreshed OAuth token failed", "account", t.account, "server", t.name, "err", err)
@@ -139,8 +139,8 @@ func (t *oauthTransport) token(ctx context.Context, stale string) (string, error
 }
 
 // stored reads the server's OAuth state from vfs-svc, or nil.
-func (t *oauthTransport) stored(ctx context.Context) *vfs.MCPServerOAuth {
-	resp, err := t.x.store.List(ctx, &vfs.MCPServerListRequest{AccountID: t.account, WithSecrets: true})
+func (t *oauthTransport) stored(ctx context.Context) *mcpservers.MCPServerOAuth {
+	resp, err := t.x.store.List(ctx, &mcpservers.MCPServerListRequest{AccountID: t.account, WithSecrets: true})
 	if err != nil {
 		return nil
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 )
 
 // decision is what the policy says about one tool for one caller.
@@ -84,7 +84,7 @@ func (p *policy) decide(c registry.Caller, name, requires string, kinds map[stri
 // kindsCache remembers which data kinds each account holds, until
 // events.data.changed.<account> says otherwise.
 type kindsCache struct {
-	data    *vfs.Data
+	data    *userdata.Data
 	log     *slog.Logger
 	timeout time.Duration
 	mu      sync.Mutex
@@ -92,7 +92,7 @@ type kindsCache struct {
 	gen     map[string]uint64 // bumped on invalidation, so a slow probe cannot store stale data
 }
 
-func newKindsCache(data *vfs.Data, log *slog.Logger) *kindsCache {
+func newKindsCache(data *userdata.Data, log *slog.Logger) *kindsCache {
 	return &kindsCache{data: data, log: log, timeout: 2 * time.Second,
 		byAcct: map[string]map[string]bool{}, gen: map[string]uint64{}}
 }
@@ -109,7 +109,7 @@ func (k *kindsCache) get(ctx context.Context, account string) map[string]bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	defer cancel()
-	resp, err := k.data.Kinds(ctx, &vfs.DataKindsRequest{AccountID: account})
+	resp, err := k.data.Kinds(ctx, &userdata.DataKindsRequest{AccountID: account})
 	if err != nil {
 		k.log.WarnContext(ctx, "data kinds probe failed; gated tools stay listed", "account", account, "err", err)
 		return nil

@@ -11,7 +11,8 @@ import (
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -93,18 +94,18 @@ func serveKinds(t *testing.T, url string) *kindsStub {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ws.Stop(context.Background()) })
-	err = wire.Handle(ws.Group("data"), "kinds", func(_ context.Context, req *vfs.DataKindsRequest) (*vfs.DataKindsResponse, error) {
+	err = wire.Serve(ws, userdata.Kinds, func(_ context.Context, req *userdata.DataKindsRequest) (*userdata.DataKindsResponse, error) {
 		stub.mu.Lock()
 		defer stub.mu.Unlock()
 		stub.calls++
-		return &vfs.DataKindsResponse{Kinds: append([]string{}, stub.kinds[req.AccountID]...)}, nil
+		return &userdata.DataKindsResponse{Kinds: append([]string{}, stub.kinds[req.AccountID]...)}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Nobody here has external MCP servers.
-	err = wire.Handle(ws.Group("mcpservers"), "list", func(context.Context, *vfs.MCPServerListRequest) (*vfs.MCPServerListResponse, error) {
-		return &vfs.MCPServerListResponse{Servers: []vfs.MCPServer{}}, nil
+	err = wire.Serve(ws, mcpservers.List, func(context.Context, *mcpservers.MCPServerListRequest) (*mcpservers.MCPServerListResponse, error) {
+		return &mcpservers.MCPServerListResponse{Servers: []mcpservers.MCPServer{}}, nil
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -117,7 +118,7 @@ func TestDataGating(t *testing.T) {
 	stub := serveKinds(t, url)
 	e := startOn(t, url, map[string]string{"MCP_TOOL_DIRS": "testdata/calls", "PYTHON_WORKERS": "1"})
 	bob := registry.Caller{AccountID: "acct-bob"}
-	stub.set("acct-alice", vfs.KindHealth)
+	stub.set("acct-alice", userdata.KindHealth)
 
 	has := func(c registry.Caller) bool { return slices.Contains(e.names(t, c), "health_summary") }
 	if !has(anon) {
@@ -146,8 +147,8 @@ func TestDataGating(t *testing.T) {
 		t.Errorf("anonymous call: got %v, want unauthenticated", err)
 	}
 
-	stub.set("acct-bob", vfs.KindHealth)
-	if err := e.wire.Publish(context.Background(), vfs.EventDataChanged("acct-bob"), &vfs.DataChangedEvent{AccountID: "acct-bob", Kinds: []string{vfs.KindHealth}}); err != nil {
+	stub.set("acct-bob", userdata.KindHealth)
+	if err := userdata.DataChanged.For("acct-bob").Publish(context.Background(), e.wire, &userdata.DataChangedEvent{AccountID: "acct-bob", Kinds: []string{userdata.KindHealth}}); err != nil {
 		t.Fatal(err)
 	}
 	servicetest.Eventually(t, 2*time.Second, func() bool { return has(bob) }, "bob sees health_summary after importing data")

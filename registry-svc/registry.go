@@ -303,7 +303,7 @@ func (r *Registry) progress(subject string) func(ctx context.Context, progress, 
 	}
 	return func(ctx context.Context, progress, total float64, message string) {
 		ev := &registry.ProgressEvent{Progress: progress, Total: total, Message: message}
-		if err := r.pub.Publish(ctx, subject, ev); err != nil {
+		if err := registry.Progress.On(subject).Publish(ctx, r.pub, ev); err != nil {
 			r.log.WarnContext(ctx, "publishing tool progress failed", "subject", subject, "err", err)
 		}
 	}

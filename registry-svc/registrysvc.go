@@ -4,7 +4,6 @@ package registrysvc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,7 +24,8 @@ import (
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/ssrf"
 	"github.com/mirobody/mirobody-go/services/svc"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -97,13 +97,13 @@ func (s *Service) Start(ctx context.Context) error {
 		timeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
 		cancels: map[callKey]context.CancelCauseFunc{},
 		deps:    &builtin.Deps{Client: n.Client, Log: s.log, SkillDirs: cfg.SkillDirs},
-		policy: &policy{kinds: newKindsCache(vfs.NewData(n.Client), s.log), vis: Visibility{
+		policy: &policy{kinds: newKindsCache(userdata.NewData(n.Client), s.log), vis: Visibility{
 			Allowed:    map[agent.Name][]string{agent.AgentDeep: cfg.AllowedToolsDeep, agent.AgentBase: cfg.AllowedToolsBase},
 			Disallowed: map[agent.Name][]string{agent.AgentDeep: cfg.DisallowedToolsDeep, agent.AgentBase: cfg.DisallowedToolsBase},
 		}},
 	}
 	guard := &ssrf.Guard{AllowPrivate: cfg.MCPClientAllowPriv}
-	s.reg.ext = newExternal(externalOptions{Log: s.log, Guard: guard, Store: vfs.NewMCPServers(n.Client), Pub: n.Client,
+	s.reg.ext = newExternal(externalOptions{Log: s.log, Guard: guard, Store: mcpservers.NewMCPServers(n.Client), Pub: n.Client,
 		Refresh: s.opts.ExternalRefresh, MaxBytes: cfg.ExtMaxResultBytes, MaxTools: cfg.ExtMaxTools})
 	snap, err := s.discover(ctx, dirs)
 	if err != nil {
@@ -197,7 +197,7 @@ func (s *Service) reload(ctx context.Context, dirs []string) {
 		return
 	}
 	s.log.Info("tools reloaded", "tools", len(snap.sorted), "revision", snap.revision)
-	if err := s.node.Client.Publish(ctx, registry.EventChanged, &registry.ChangedEvent{Revision: snap.revision}); err != nil {
+	if err := registry.Changed.Publish(ctx, s.node.Client, &registry.ChangedEvent{Revision: snap.revision}); err != nil {
 		s.log.Warn("publishing the registry change failed", "err", err)
 	}
 }
@@ -234,33 +234,31 @@ func closePool(ctx context.Context, p *pyhost.Pool, grace time.Duration) {
 
 // serve registers the endpoints and the event subscriptions.
 func (s *Service) serve() error {
-	g := s.node.Service.Group("tools")
-	if err := wire.Handle(g, "list", s.reg.listEncoded); err != nil {
+	if err := wire.ServePreencoded(s.node.Service, registry.ToolsList, s.reg.listEncoded); err != nil {
 		return err
 	}
-	if err := wire.Handle(g, "call", s.reg.Call); err != nil {
+	if err := wire.Serve(s.node.Service, registry.ToolsCall, s.reg.Call); err != nil {
 		return err
 	}
-	if err := (&serverHandlers{x: s.reg.ext}).register(s.node.Service.Group("servers")); err != nil {
+	if err := (&serverHandlers{x: s.reg.ext}).register(s.node.Service); err != nil {
 		return err
 	}
-	cancelSub, err := s.node.Conn.Subscribe(registry.SubjectCancel, func(m *nats.Msg) {
-		var ev registry.CancelEvent
-		if json.Unmarshal(m.Data, &ev) == nil && ev.CallID != "" {
-			s.reg.cancelCall(&ev)
+	cancelSub, err := s.node.Conn.Subscribe(registry.CallsCancel.Subject, func(m *nats.Msg) {
+		if ev, err := registry.CallsCancel.Decode(m); err == nil && ev.CallID != "" {
+			s.reg.cancelCall(ev)
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("subscribing to %s: %w", registry.SubjectCancel, err)
+		return fmt.Errorf("subscribing to %s: %w", registry.CallsCancel.Subject, err)
 	}
-	dataSub, err := s.node.Conn.Subscribe(vfs.EventDataChangedPrefix+"*", func(m *nats.Msg) {
-		s.reg.policy.kinds.invalidate(strings.TrimPrefix(m.Subject, vfs.EventDataChangedPrefix))
+	dataSub, err := s.node.Conn.Subscribe(userdata.DataChanged.Subject, func(m *nats.Msg) {
+		s.reg.policy.kinds.invalidate(userdata.DataChanged.Token(m.Subject))
 	})
 	if err != nil {
 		return fmt.Errorf("subscribing to data changes: %w", err)
 	}
-	acctSub, err := s.node.Conn.Subscribe(registry.EventAccountChangedPrefix+"*", func(m *nats.Msg) {
-		s.reg.ext.invalidate(strings.TrimPrefix(m.Subject, registry.EventAccountChangedPrefix))
+	acctSub, err := s.node.Conn.Subscribe(registry.AccountChanged.Subject, func(m *nats.Msg) {
+		s.reg.ext.invalidate(registry.AccountChanged.Token(m.Subject))
 	})
 	if err != nil {
 		return fmt.Errorf("subscribing to account tool changes: %w", err)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -20,13 +20,13 @@ const probeTimeout = 5 * time.Second
 // here, storage in vfs-svc, health from this replica's sessions.
 type serverHandlers struct{ x *external }
 
-func (h *serverHandlers) register(g *wire.Group) error {
+func (h *serverHandlers) register(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(g, "add", h.add),
-		wire.Handle(g, "list", h.list),
-		wire.Handle(g, "update", h.update),
-		wire.Handle(g, "remove", h.remove),
-		wire.Handle(g, "oauth_callback", h.oauthCallback),
+		wire.Serve(svc, registry.ServersAdd, h.add),
+		wire.Serve(svc, registry.ServersList, h.list),
+		wire.Serve(svc, registry.ServersUpdate, h.update),
+		wire.Serve(svc, registry.ServersRemove, h.remove),
+		wire.Serve(svc, registry.ServersOAuthCallback, h.oauthCallback),
 	)
 }
 
@@ -55,9 +55,9 @@ func (h *serverHandlers) add(ctx context.Context, req *registry.ServerAddRequest
 		auth = registry.AuthBearer
 	}
 	enabled := req.Enabled == nil || *req.Enabled
-	m := vfs.MCPServer{AccountID: req.AccountID, Name: req.Name, URL: u.String(), Auth: auth, Enabled: enabled}
+	m := mcpservers.MCPServer{AccountID: req.AccountID, Name: req.Name, URL: u.String(), Auth: auth, Enabled: enabled}
 	if auth != registry.AuthNone {
-		m.Secrets = &vfs.MCPServerSecrets{AccessToken: req.AccessToken, Headers: req.Headers}
+		m.Secrets = &mcpservers.MCPServerSecrets{AccessToken: req.AccessToken, Headers: req.Headers}
 	}
 	var authorizeURL string
 	switch req.Auth {
@@ -73,11 +73,11 @@ func (h *serverHandlers) add(ctx context.Context, req *registry.ServerAddRequest
 		if err != nil {
 			return nil, wire.Errorf(wire.InvalidArgument, "starting OAuth with %s: %s", u.Redacted(), err.Error())
 		}
-		m.Auth, m.Secrets, authorizeURL = registry.AuthOAuth, &vfs.MCPServerSecrets{OAuth: o}, au
+		m.Auth, m.Secrets, authorizeURL = registry.AuthOAuth, &mcpservers.MCPServerSecrets{OAuth: o}, au
 	default:
 		return nil, wire.Errorf(wire.InvalidArgument, "auth must be none, bearer, headers or oauth")
 	}
-	stored, err := h.x.store.Create(ctx, &vfs.MCPServerCreateRequest{Server: m})
+	stored, err := h.x.store.Create(ctx, &mcpservers.MCPServerCreateRequest{Server: m})
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (h *serverHandlers) add(ctx context.Context, req *registry.ServerAddRequest
 }
 
 func (h *serverHandlers) list(ctx context.Context, req *registry.ServerListRequest) (*registry.ServerListResponse, error) {
-	resp, err := h.x.store.List(ctx, &vfs.MCPServerListRequest{AccountID: req.AccountID})
+	resp, err := h.x.store.List(ctx, &mcpservers.MCPServerListRequest{AccountID: req.AccountID})
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (h *serverHandlers) list(ctx context.Context, req *registry.ServerListReque
 }
 
 func (h *serverHandlers) update(ctx context.Context, req *registry.ServerUpdateRequest) (*registry.Server, error) {
-	m, err := h.x.store.Update(ctx, &vfs.MCPServerUpdateRequest{AccountID: req.AccountID, Name: req.Name, Enabled: req.Enabled})
+	m, err := h.x.store.Update(ctx, &mcpservers.MCPServerUpdateRequest{AccountID: req.AccountID, Name: req.Name, Enabled: req.Enabled})
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (h *serverHandlers) update(ctx context.Context, req *registry.ServerUpdateR
 }
 
 func (h *serverHandlers) remove(ctx context.Context, req *registry.ServerRemoveRequest) (*registry.Server, error) {
-	m, err := h.x.store.Delete(ctx, &vfs.MCPServerDeleteRequest{AccountID: req.AccountID, Name: req.Name})
+	m, err := h.x.store.Delete(ctx, &mcpservers.MCPServerDeleteRequest{AccountID: req.AccountID, Name: req.Name})
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (h *serverHandlers) remove(ctx context.Context, req *registry.ServerRemoveR
 }
 
 // server is the public view of m: never its secrets.
-func (h *serverHandlers) server(m *vfs.MCPServer) *registry.Server {
+func (h *serverHandlers) server(m *mcpservers.MCPServer) *registry.Server {
 	s := &registry.Server{Name: m.Name, URL: m.URL, Enabled: m.Enabled, Auth: m.Auth, Health: registry.Health{Status: registry.HealthUnknown}}
 	if s.Auth == "" {
 		s.Auth = registry.AuthNone

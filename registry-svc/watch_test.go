@@ -27,7 +27,7 @@ func TestHotReload(t *testing.T) {
 	write("first.py", "def first() -> str:\n    \"\"\"One.\"\"\"\n    return 'one'\n")
 	url := servicetest.NATS(t)
 	events := make(chan string, 16)
-	sub, err := servicetest.Conn(t, url).Subscribe(registry.EventChanged, func(m *nats.Msg) {
+	sub, err := servicetest.Conn(t, url).Subscribe(registry.Changed.Subject, func(m *nats.Msg) {
 		var ev registry.ChangedEvent
 		_ = json.Unmarshal(m.Data, &ev)
 		events <- ev.Revision
@@ -55,7 +55,7 @@ func TestHotReload(t *testing.T) {
 		select {
 		case <-events:
 		case <-time.After(2 * time.Second):
-			t.Fatalf("%s: no %s event within 2 s", what, registry.EventChanged)
+			t.Fatalf("%s: no %s event within 2 s", what, registry.Changed.Subject)
 		}
 	}
 	steps := []struct {

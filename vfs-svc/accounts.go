@@ -16,30 +16,27 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/crypto/argon2"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
-
-// DefaultScopes are given to a key created without scopes.
-var DefaultScopes = []string{"mcp", "api"}
 
 // lastUsedEvery bounds how often a key's last_used is written: verifying a
 // key reads it, and writes only when the stored value is older than this.
 const lastUsedEvery = time.Minute
 
-func (s *Service) registerAccounts(accounts, keys *wire.Group) error {
+func (s *Service) registerAccounts(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(accounts, "create", s.createAccount),
-		wire.Handle(accounts, "get", s.getAccount),
-		wire.Handle(accounts, "login", s.login),
-		wire.Handle(keys, "create", s.createKey),
-		wire.Handle(keys, "list", s.listKeys),
-		wire.Handle(keys, "revoke", s.revokeKey),
-		wire.Handle(keys, "verify", s.verifyKey),
+		wire.Serve(svc, accounts.AccountsCreate, s.createAccount),
+		wire.Serve(svc, accounts.AccountsGet, s.getAccount),
+		wire.Serve(svc, accounts.AccountsLogin, s.login),
+		wire.Serve(svc, accounts.KeysCreate, s.createKey),
+		wire.Serve(svc, accounts.KeysList, s.listKeys),
+		wire.Serve(svc, accounts.KeysRevoke, s.revokeKey),
+		wire.Serve(svc, accounts.KeysVerify, s.verifyKey),
 	)
 }
 
-func (s *Service) createAccount(ctx context.Context, req *vfs.AccountCreateRequest) (*vfs.Account, error) {
+func (s *Service) createAccount(ctx context.Context, req *accounts.AccountCreateRequest) (*accounts.Account, error) {
 	email := strings.TrimSpace(req.Email)
 	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email {
 		return nil, wire.Errorf(wire.InvalidArgument, "email %q is not a valid address", req.Email)
@@ -55,7 +52,7 @@ func (s *Service) createAccount(ctx context.Context, req *vfs.AccountCreateReque
 		}
 		hash = &h
 	}
-	a := vfs.Account{ID: uuid.NewString(), Email: email}
+	a := accounts.Account{ID: uuid.NewString(), Email: email}
 	err := s.pool.QueryRow(ctx,
 		`INSERT INTO accounts (id, email, password_hash) VALUES ($1, $2, $3) RETURNING created`,
 		a.ID, a.Email, hash).Scan(&a.Created)
@@ -68,8 +65,8 @@ func (s *Service) createAccount(ctx context.Context, req *vfs.AccountCreateReque
 	return &a, nil
 }
 
-func (s *Service) getAccount(ctx context.Context, req *vfs.AccountGetRequest) (*vfs.Account, error) {
-	var a vfs.Account
+func (s *Service) getAccount(ctx context.Context, req *accounts.AccountGetRequest) (*accounts.Account, error) {
+	var a accounts.Account
 	var err error
 	switch {
 	case req.ID != "":
@@ -93,8 +90,8 @@ func (s *Service) getAccount(ctx context.Context, req *vfs.AccountGetRequest) (*
 	return &a, nil
 }
 
-func (s *Service) login(ctx context.Context, req *vfs.AccountLoginRequest) (*vfs.Account, error) {
-	var a vfs.Account
+func (s *Service) login(ctx context.Context, req *accounts.AccountLoginRequest) (*accounts.Account, error) {
+	var a accounts.Account
 	var hash *string
 	err := s.pool.QueryRow(ctx, `SELECT id, email, created, disabled, password_hash FROM accounts WHERE lower(email) = lower($1)`,
 		strings.TrimSpace(req.Email)).Scan(&a.ID, &a.Email, &a.Created, &a.Disabled, &hash)
@@ -107,8 +104,8 @@ func (s *Service) login(ctx context.Context, req *vfs.AccountLoginRequest) (*vfs
 	return &a, nil
 }
 
-func (s *Service) createKey(ctx context.Context, req *vfs.KeyCreateRequest) (*vfs.KeyCreateResponse, error) {
-	acct, err := s.getAccount(ctx, &vfs.AccountGetRequest{ID: req.AccountID})
+func (s *Service) createKey(ctx context.Context, req *accounts.KeyCreateRequest) (*accounts.KeyCreateResponse, error) {
+	acct, err := s.getAccount(ctx, &accounts.AccountGetRequest{ID: req.AccountID})
 	if err != nil {
 		return nil, err
 	}
@@ -121,24 +118,24 @@ func (s *Service) createKey(ctx context.Context, req *vfs.KeyCreateRequest) (*vf
 	}
 	scopes := req.Scopes
 	if len(scopes) == 0 {
-		scopes = DefaultScopes
+		scopes = accounts.KeyScopes()
 	}
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, fmt.Errorf("generating key: %w", err)
 	}
-	key := vfs.KeyPrefix + base64.RawURLEncoding.EncodeToString(secret)
-	k := vfs.APIKey{ID: uuid.NewString(), AccountID: acct.ID, Name: name, Prefix: key[:11], Scopes: scopes}
+	key := accounts.KeyPrefix + base64.RawURLEncoding.EncodeToString(secret)
+	k := accounts.APIKey{ID: uuid.NewString(), AccountID: acct.ID, Name: name, Prefix: key[:11], Scopes: scopes}
 	err = s.pool.QueryRow(ctx,
 		`INSERT INTO api_keys (id, account_id, name, prefix, hash, scopes) VALUES ($1, $2, $3, $4, $5, $6) RETURNING created`,
-		k.ID, k.AccountID, k.Name, k.Prefix, vfs.HashKey(key), k.Scopes).Scan(&k.Created)
+		k.ID, k.AccountID, k.Name, k.Prefix, accounts.HashKey(key), k.Scopes).Scan(&k.Created)
 	if err != nil {
 		return nil, fmt.Errorf("inserting key: %w", err)
 	}
-	return &vfs.KeyCreateResponse{Key: key, APIKey: k}, nil
+	return &accounts.KeyCreateResponse{Key: key, APIKey: k}, nil
 }
 
-func (s *Service) listKeys(ctx context.Context, req *vfs.KeyListRequest) (*vfs.KeyListResponse, error) {
+func (s *Service) listKeys(ctx context.Context, req *accounts.KeyListRequest) (*accounts.KeyListResponse, error) {
 	if _, err := uuid.Parse(req.AccountID); err != nil {
 		return nil, wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", req.AccountID)
 	}
@@ -151,16 +148,16 @@ func (s *Service) listKeys(ctx context.Context, req *vfs.KeyListRequest) (*vfs.K
 	if err != nil {
 		return nil, fmt.Errorf("listing keys: %w", err)
 	}
-	return &vfs.KeyListResponse{Keys: keys}, nil
+	return &accounts.KeyListResponse{Keys: keys}, nil
 }
 
-func scanKey(row pgx.CollectableRow) (vfs.APIKey, error) {
-	var k vfs.APIKey
+func scanKey(row pgx.CollectableRow) (accounts.APIKey, error) {
+	var k accounts.APIKey
 	err := row.Scan(&k.ID, &k.AccountID, &k.Name, &k.Prefix, &k.Scopes, &k.Created, &k.LastUsed, &k.Revoked)
 	return k, err
 }
 
-func (s *Service) revokeKey(ctx context.Context, req *vfs.KeyRevokeRequest) (*vfs.APIKey, error) {
+func (s *Service) revokeKey(ctx context.Context, req *accounts.KeyRevokeRequest) (*accounts.APIKey, error) {
 	if _, err := uuid.Parse(req.KeyID); err != nil {
 		return nil, wire.Errorf(wire.InvalidArgument, "key id %q is not a UUID", req.KeyID)
 	}
@@ -180,17 +177,17 @@ func (s *Service) revokeKey(ctx context.Context, req *vfs.KeyRevokeRequest) (*vf
 	if err != nil {
 		return nil, fmt.Errorf("revoking key: %w", err)
 	}
-	if err := s.node.Client.Publish(ctx, vfs.EventKeyRevoked, &vfs.KeyVerifyResponse{AccountID: k.AccountID, KeyID: k.ID}); err != nil {
+	if err := accounts.KeyRevoked.Publish(ctx, s.node.Client, &accounts.KeyVerifyResponse{AccountID: k.AccountID, KeyID: k.ID}); err != nil {
 		s.log.WarnContext(ctx, "publishing key revocation failed", "key_id", k.ID, "err", err)
 	}
 	return &k, nil
 }
 
-func (s *Service) verifyKey(ctx context.Context, req *vfs.KeyVerifyRequest) (*vfs.KeyVerifyResponse, error) {
+func (s *Service) verifyKey(ctx context.Context, req *accounts.KeyVerifyRequest) (*accounts.KeyVerifyResponse, error) {
 	if len(req.Hash) != 64 {
 		return nil, wire.Errorf(wire.Unauthenticated, "invalid API key")
 	}
-	var r vfs.KeyVerifyResponse
+	var r accounts.KeyVerifyResponse
 	var lastUsed *time.Time
 	var disabled bool
 	err := s.pool.QueryRow(ctx, `SELECT k.id, k.account_id, k.scopes, k.last_used, a.disabled

@@ -9,7 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 )
 
 // words is the vocabulary of the benchmark files, so that trigrams repeat
@@ -58,20 +59,20 @@ func seedFiles(b *testing.B, e *env, account string, n, size int) {
 // most 100 ms per search).
 func BenchmarkGrep(b *testing.B) {
 	e := start(b, nil)
-	sc := vfs.Scope{AccountID: e.account(b), SessionID: "s"}
+	sc := files.Scope{AccountID: e.account(b), SessionID: "s"}
 	seedFiles(b, e, sc.AccountID, 10000, 4096)
 	other := e.account(b) // a second tenant with the same data
 	seedFiles(b, e, other, 10000, 4096)
 	cases := []struct {
 		name string
-		req  vfs.GrepRequest
+		req  files.GrepRequest
 		want int
 	}{
-		{"literal_files", vfs.GrepRequest{Pattern: "needle42", Literal: true}, 100},
-		{"regex_files", vfs.GrepRequest{Pattern: `needle\d+ is`}, 100},
-		{"literal_content", vfs.GrepRequest{Pattern: "needle42", Literal: true, Mode: vfs.GrepContent}, 100},
-		{"literal_count_dir", vfs.GrepRequest{Pattern: "needle42", Literal: true, Mode: vfs.GrepCount, Path: "/work/dir00"}, 100},
-		{"common_word_files_limit_500", vfs.GrepRequest{Pattern: "interface", Literal: true}, 500},
+		{"literal_files", files.GrepRequest{Pattern: "needle42", Literal: true}, 100},
+		{"regex_files", files.GrepRequest{Pattern: `needle\d+ is`}, 100},
+		{"literal_content", files.GrepRequest{Pattern: "needle42", Literal: true, Mode: files.GrepContent}, 100},
+		{"literal_count_dir", files.GrepRequest{Pattern: "needle42", Literal: true, Mode: files.GrepCount, Path: "/work/dir00"}, 100},
+		{"common_word_files_limit_500", files.GrepRequest{Pattern: "interface", Literal: true}, 500},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -93,13 +94,13 @@ func BenchmarkGrep(b *testing.B) {
 // BenchmarkRead reads a 100-line file over NATS (target: at most 1 ms).
 func BenchmarkRead(b *testing.B) {
 	e := start(b, nil)
-	sc := vfs.Scope{AccountID: e.account(b), SessionID: "s"}
+	sc := files.Scope{AccountID: e.account(b), SessionID: "s"}
 	var sb strings.Builder
 	for i := range 100 {
 		fmt.Fprintf(&sb, "line %d: the quick brown fox jumps over the lazy dog\n", i)
 	}
 	mustWrite(b, e, sc, "/notes/a.md", sb.String())
-	req := &vfs.ReadRequest{Scope: sc, Path: "/notes/a.md"}
+	req := &files.ReadRequest{Scope: sc, Path: "/notes/a.md"}
 	for b.Loop() {
 		r, err := e.fs.Read(context.Background(), req)
 		if err != nil || r.TotalLines != 100 {
@@ -123,7 +124,7 @@ func BenchmarkGeneticImport(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		acct := e.account(b)
-		res, err := e.data.Import(context.Background(), &vfs.ImportRequest{AccountID: acct, Kind: vfs.KindGenetic, Format: vfs.FormatRaw},
+		res, err := e.data.Import(context.Background(), &userdata.ImportRequest{AccountID: acct, Kind: userdata.KindGenetic, Format: userdata.FormatRaw},
 			strings.NewReader(data))
 		if err != nil || res.Written != lines {
 			b.Fatal(res, err)

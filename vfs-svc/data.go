@@ -8,21 +8,21 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-func (s *Service) registerData(data, imports, health, genetic *wire.Group) error {
+func (s *Service) registerData(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(data, "kinds", s.kinds),
-		wire.Handle(imports, "begin", s.importBegin),
-		wire.Handle(imports, "chunk", s.importChunk),
-		wire.Handle(imports, "commit", s.importCommit),
-		wire.Handle(imports, "abort", s.importAbort),
-		wire.Handle(health, "query", s.queryHealth),
-		wire.Handle(health, "delete", s.deleteHealth),
-		wire.Handle(genetic, "query", s.queryGenetic),
-		wire.Handle(genetic, "delete", s.deleteGenetic),
+		wire.Serve(svc, userdata.Kinds, s.kinds),
+		wire.Serve(svc, userdata.ImportBegin, s.importBegin),
+		wire.Serve(svc, userdata.ImportChunk, s.importChunk),
+		wire.Serve(svc, userdata.ImportCommit, s.importCommit),
+		wire.Serve(svc, userdata.ImportAbort, s.importAbort),
+		wire.Serve(svc, userdata.HealthQuery, s.queryHealth),
+		wire.Serve(svc, userdata.HealthDelete, s.deleteHealth),
+		wire.Serve(svc, userdata.GeneticQuery, s.queryGenetic),
+		wire.Serve(svc, userdata.GeneticDelete, s.deleteGenetic),
 	)
 }
 
@@ -35,7 +35,7 @@ func checkAccount(id string) error {
 
 // kinds answers which data kinds an account holds, with one indexed
 // EXISTS probe per kind (each stops at the first row of the primary key).
-func (s *Service) kinds(ctx context.Context, req *vfs.DataKindsRequest) (*vfs.DataKindsResponse, error) {
+func (s *Service) kinds(ctx context.Context, req *userdata.DataKindsRequest) (*userdata.DataKindsResponse, error) {
 	if err := checkAccount(req.AccountID); err != nil {
 		return nil, err
 	}
@@ -45,12 +45,12 @@ func (s *Service) kinds(ctx context.Context, req *vfs.DataKindsRequest) (*vfs.Da
 	if err != nil {
 		return nil, fmt.Errorf("probing data kinds: %w", err)
 	}
-	resp := &vfs.DataKindsResponse{Kinds: []string{}}
+	resp := &userdata.DataKindsResponse{Kinds: []string{}}
 	if health {
-		resp.Kinds = append(resp.Kinds, vfs.KindHealth)
+		resp.Kinds = append(resp.Kinds, userdata.KindHealth)
 	}
 	if genetic {
-		resp.Kinds = append(resp.Kinds, vfs.KindGenetic)
+		resp.Kinds = append(resp.Kinds, userdata.KindGenetic)
 	}
 	return resp, nil
 }

@@ -12,12 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
-
-// defaultReadLines is a line-mode read's limit when the caller gives none.
-const defaultReadLines = 2000
 
 // querier is what both a pool and a transaction offer.
 type querier interface {
@@ -25,17 +22,17 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-func (s *Service) registerFS(g *wire.Group) error {
+func (s *Service) registerFS(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(g, "stat", s.stat),
-		wire.Handle(g, "ls", s.ls),
-		wire.Handle(g, "read", s.read),
-		wire.Handle(g, "write", s.write),
-		wire.Handle(g, "edit", s.edit),
-		wire.Handle(g, "glob", s.glob),
-		wire.Handle(g, "grep", s.grep),
-		wire.Handle(g, "delete", s.delete),
-		wire.Handle(g, "move", s.move),
+		wire.Serve(svc, files.Stat, s.stat),
+		wire.Serve(svc, files.Ls, s.ls),
+		wire.Serve(svc, files.Read, s.read),
+		wire.Serve(svc, files.Write, s.write),
+		wire.Serve(svc, files.Edit, s.edit),
+		wire.Serve(svc, files.Glob, s.glob),
+		wire.Serve(svc, files.Grep, s.grep),
+		wire.Serve(svc, files.Delete, s.delete),
+		wire.Serve(svc, files.Move, s.move),
 	)
 }
 
@@ -46,9 +43,9 @@ type file struct {
 	modified time.Time
 }
 
-func (f *file) info(p string) *vfs.FileInfo {
+func (f *file) info(p string) *files.FileInfo {
 	mod := f.modified.UTC()
-	return &vfs.FileInfo{Path: p, Size: f.size, Version: f.version, Modified: &mod}
+	return &files.FileInfo{Path: p, Size: f.size, Version: f.version, Modified: &mod}
 }
 
 // lookup returns the file at l (nil if none) and whether l is a directory,
@@ -64,7 +61,7 @@ func lookup(ctx context.Context, q querier, l loc) (*file, bool, error) {
 	case !errors.Is(err, pgx.ErrNoRows):
 		return nil, false, fmt.Errorf("reading file: %w", err)
 	}
-	if l.kind == locRoot || l.path+"/" == vfs.MemoriesRoot {
+	if l.kind == locRoot || l.path+"/" == files.MemoriesRoot {
 		return nil, true, nil
 	}
 	lo, hi := l.prefix()
@@ -78,7 +75,7 @@ func lookup(ctx context.Context, q querier, l loc) (*file, bool, error) {
 	return nil, dir, nil
 }
 
-func (s *Service) stat(ctx context.Context, req *vfs.StatRequest) (*vfs.FileInfo, error) {
+func (s *Service) stat(ctx context.Context, req *files.StatRequest) (*files.FileInfo, error) {
 	l, err := resolve(req.Scope, req.Path)
 	if err != nil {
 		return nil, err
@@ -93,12 +90,12 @@ func (s *Service) stat(ctx context.Context, req *vfs.StatRequest) (*vfs.FileInfo
 	case f != nil:
 		return f.info(l.path), nil
 	case dir:
-		return &vfs.FileInfo{Path: l.path, IsDir: true}, nil
+		return &files.FileInfo{Path: l.path, IsDir: true}, nil
 	}
 	return nil, wire.Errorf(wire.NotFound, "%s does not exist", l.path)
 }
 
-func (s *Service) ls(ctx context.Context, req *vfs.LsRequest) (*vfs.LsResponse, error) {
+func (s *Service) ls(ctx context.Context, req *files.LsRequest) (*files.LsResponse, error) {
 	l, err := resolve(req.Scope, req.Path)
 	if err != nil {
 		return nil, err
@@ -108,7 +105,7 @@ func (s *Service) ls(ctx context.Context, req *vfs.LsRequest) (*vfs.LsResponse, 
 		if err != nil {
 			return nil, err
 		}
-		return &vfs.LsResponse{Entries: entries}, nil
+		return &files.LsResponse{Entries: entries}, nil
 	}
 	lo, hi := l.prefix()
 	// substr counts characters, so the offset is the prefix's rune count.
@@ -122,9 +119,9 @@ func (s *Service) ls(ctx context.Context, req *vfs.LsRequest) (*vfs.LsResponse, 
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", l.path, err)
 	}
-	entries, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (vfs.FileInfo, error) {
+	entries, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (files.FileInfo, error) {
 		var name string
-		var fi vfs.FileInfo
+		var fi files.FileInfo
 		var mod time.Time
 		err := row.Scan(&name, &fi.IsDir, &fi.Size, &fi.Version, &mod)
 		fi.Path = path.Join(l.path, name)
@@ -140,13 +137,13 @@ func (s *Service) ls(ctx context.Context, req *vfs.LsRequest) (*vfs.LsResponse, 
 	if l.kind == locRoot {
 		entries = s.rootEntries(entries)
 	}
-	if len(entries) == 0 && l.kind != locRoot && l.path+"/" != vfs.MemoriesRoot {
+	if len(entries) == 0 && l.kind != locRoot && l.path+"/" != files.MemoriesRoot {
 		return nil, s.missingDir(ctx, l)
 	}
 	if entries == nil {
-		entries = []vfs.FileInfo{}
+		entries = []files.FileInfo{}
 	}
-	return &vfs.LsResponse{Entries: entries}, nil
+	return &files.LsResponse{Entries: entries}, nil
 }
 
 // missingDir explains why a listing found nothing: the path is a file, or
@@ -163,10 +160,10 @@ func (s *Service) missingDir(ctx context.Context, l loc) error {
 }
 
 // rootEntries adds the well-known roots to a listing of "/".
-func (s *Service) rootEntries(entries []vfs.FileInfo) []vfs.FileInfo {
-	want := []vfs.FileInfo{{Path: strings.TrimSuffix(vfs.MemoriesRoot, "/"), IsDir: true}}
+func (s *Service) rootEntries(entries []files.FileInfo) []files.FileInfo {
+	want := []files.FileInfo{{Path: strings.TrimSuffix(files.MemoriesRoot, "/"), IsDir: true}}
 	if len(s.mount.dirs) > 0 {
-		want = append(want, vfs.FileInfo{Path: strings.TrimSuffix(vfs.SkillsRoot, "/"), IsDir: true, ReadOnly: true})
+		want = append(want, files.FileInfo{Path: strings.TrimSuffix(files.SkillsRoot, "/"), IsDir: true, ReadOnly: true})
 	}
 	for _, w := range want {
 		found := false
@@ -181,7 +178,7 @@ func (s *Service) rootEntries(entries []vfs.FileInfo) []vfs.FileInfo {
 	return entries
 }
 
-func (s *Service) read(ctx context.Context, req *vfs.ReadRequest) (*vfs.ReadResponse, error) {
+func (s *Service) read(ctx context.Context, req *files.ReadRequest) (*files.ReadResponse, error) {
 	l, err := resolve(req.Scope, req.Path)
 	if err != nil {
 		return nil, err
@@ -190,7 +187,7 @@ func (s *Service) read(ctx context.Context, req *vfs.ReadRequest) (*vfs.ReadResp
 		return nil, wire.Errorf(wire.InvalidArgument, "offset and limit must not be negative")
 	}
 	var content string
-	var info *vfs.FileInfo
+	var info *files.FileInfo
 	if l.kind == locMount {
 		if content, info, err = s.mount.read(l.path); err != nil {
 			return nil, err
@@ -228,15 +225,15 @@ func (s *Service) notAFile(ctx context.Context, l loc) error {
 
 // sliceLines returns limit lines from line offset (0-based), raw, keeping
 // their newlines, and stops early rather than exceed MaxReadBytes.
-func sliceLines(content string, info *vfs.FileInfo, offset, limit int64) *vfs.ReadResponse {
+func sliceLines(content string, info *files.FileInfo, offset, limit int64) *files.ReadResponse {
 	if limit == 0 {
-		limit = defaultReadLines
+		limit = files.DefaultReadLines
 	}
 	total := int64(strings.Count(content, "\n"))
 	if content != "" && !strings.HasSuffix(content, "\n") {
 		total++
 	}
-	resp := &vfs.ReadResponse{FileInfo: *info, StartLine: offset + 1, TotalLines: total}
+	resp := &files.ReadResponse{FileInfo: *info, StartLine: offset + 1, TotalLines: total}
 	rest := content
 	for i := int64(0); i < offset && rest != ""; i++ {
 		_, rest, _ = strings.Cut(rest, "\n")
@@ -244,7 +241,7 @@ func sliceLines(content string, info *vfs.FileInfo, offset, limit int64) *vfs.Re
 	var b strings.Builder
 	for n := int64(0); n < limit && rest != ""; n++ {
 		line, tail, found := strings.Cut(rest, "\n")
-		if b.Len()+len(line)+1 > vfs.MaxReadBytes {
+		if b.Len()+len(line)+1 > files.MaxReadBytes {
 			resp.Truncated = true
 			break
 		}
@@ -261,9 +258,9 @@ func sliceLines(content string, info *vfs.FileInfo, offset, limit int64) *vfs.Re
 
 // sliceBytes returns up to limit bytes from offset, moved to character
 // boundaries so the text stays valid UTF-8.
-func sliceBytes(content string, info *vfs.FileInfo, offset, limit int64) *vfs.ReadResponse {
-	if limit == 0 || limit > vfs.MaxReadBytes {
-		limit = vfs.MaxReadBytes
+func sliceBytes(content string, info *files.FileInfo, offset, limit int64) *files.ReadResponse {
+	if limit == 0 || limit > files.MaxReadBytes {
+		limit = files.MaxReadBytes
 	}
 	start := min(offset, int64(len(content)))
 	for start < int64(len(content)) && !utf8.RuneStart(content[start]) {
@@ -273,5 +270,5 @@ func sliceBytes(content string, info *vfs.FileInfo, offset, limit int64) *vfs.Re
 	for end < int64(len(content)) && end > start && !utf8.RuneStart(content[end]) {
 		end--
 	}
-	return &vfs.ReadResponse{FileInfo: *info, Content: content[start:end], Truncated: end < int64(len(content))}
+	return &files.ReadResponse{FileInfo: *info, Content: content[start:end], Truncated: end < int64(len(content))}
 }

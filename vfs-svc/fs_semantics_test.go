@@ -6,40 +6,40 @@ import (
 	"testing"
 
 	"github.com/mirobody/mirobody-go/services/conf"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 func TestWriteAndEdit(t *testing.T) {
 	e := start(t, nil)
 	c := ctx(t)
-	sc := vfs.Scope{AccountID: e.account(t), SessionID: "s"}
+	sc := files.Scope{AccountID: e.account(t), SessionID: "s"}
 
-	fi, err := e.fs.Write(c, &vfs.WriteRequest{Scope: sc, Path: "/a.txt", Content: "one two two"})
+	fi, err := e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/a.txt", Content: "one two two"})
 	wantCode(t, err, "")
 	if fi.Version != 1 || fi.Size != 11 {
 		t.Errorf("created %+v", fi)
 	}
-	_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: sc, Path: "/a.txt", Content: "x"})
+	_, err = e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/a.txt", Content: "x"})
 	wantCode(t, err, wire.AlreadyExists)
-	_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: sc, Path: "/a.txt", Content: "x", Overwrite: true, ExpectedVersion: 7})
+	_, err = e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/a.txt", Content: "x", Overwrite: true, ExpectedVersion: 7})
 	wantCode(t, err, wire.FailedPrecondition)
-	_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: sc, Path: "/new.txt", Content: "x", Overwrite: true, ExpectedVersion: 1})
+	_, err = e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/new.txt", Content: "x", Overwrite: true, ExpectedVersion: 1})
 	wantCode(t, err, wire.FailedPrecondition)
 
 	edits := []struct {
 		name     string
-		req      vfs.EditRequest
+		req      files.EditRequest
 		code     wire.Code
 		replaced int
 		want     string
 	}{
-		{"zero matches", vfs.EditRequest{Old: "three", New: "3"}, wire.FailedPrecondition, 0, "one two two"},
-		{"several without replace_all", vfs.EditRequest{Old: "two", New: "2"}, wire.FailedPrecondition, 0, "one two two"},
-		{"stale version", vfs.EditRequest{Old: "one", New: "1", ExpectedVersion: 5}, wire.FailedPrecondition, 0, "one two two"},
-		{"empty old", vfs.EditRequest{Old: "", New: "1"}, wire.InvalidArgument, 0, "one two two"},
-		{"unique", vfs.EditRequest{Old: "one", New: "1", ExpectedVersion: 1}, "", 1, "1 two two"},
-		{"replace_all", vfs.EditRequest{Old: "two", New: "2", ReplaceAll: true}, "", 2, "1 2 2"},
+		{"zero matches", files.EditRequest{Old: "three", New: "3"}, wire.FailedPrecondition, 0, "one two two"},
+		{"several without replace_all", files.EditRequest{Old: "two", New: "2"}, wire.FailedPrecondition, 0, "one two two"},
+		{"stale version", files.EditRequest{Old: "one", New: "1", ExpectedVersion: 5}, wire.FailedPrecondition, 0, "one two two"},
+		{"empty old", files.EditRequest{Old: "", New: "1"}, wire.InvalidArgument, 0, "one two two"},
+		{"unique", files.EditRequest{Old: "one", New: "1", ExpectedVersion: 1}, "", 1, "1 two two"},
+		{"replace_all", files.EditRequest{Old: "two", New: "2", ReplaceAll: true}, "", 2, "1 2 2"},
 	}
 	for _, ed := range edits {
 		req := ed.req
@@ -49,45 +49,45 @@ func TestWriteAndEdit(t *testing.T) {
 		if err == nil && resp.Replaced != ed.replaced {
 			t.Errorf("%s: replaced %d, want %d", ed.name, resp.Replaced, ed.replaced)
 		}
-		r, err := e.fs.Read(c, &vfs.ReadRequest{Scope: sc, Path: "/a.txt"})
+		r, err := e.fs.Read(c, &files.ReadRequest{Scope: sc, Path: "/a.txt"})
 		wantCode(t, err, "")
 		if r.Content != ed.want {
 			t.Errorf("%s: content %q, want %q", ed.name, r.Content, ed.want)
 		}
 	}
-	_, err = e.fs.Edit(c, &vfs.EditRequest{Scope: sc, Path: "/missing", Old: "a", New: "b"})
+	_, err = e.fs.Edit(c, &files.EditRequest{Scope: sc, Path: "/missing", Old: "a", New: "b"})
 	wantCode(t, err, wire.NotFound)
 
 	// Tree rules: no file below a file, no file over a directory.
 	mustWrite(t, e, sc, "/d/x.txt", "x")
-	_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: sc, Path: "/a.txt/b", Content: "x"})
+	_, err = e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/a.txt/b", Content: "x"})
 	wantCode(t, err, wire.NotDir)
-	_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: sc, Path: "/d", Content: "x", Overwrite: true})
+	_, err = e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/d", Content: "x", Overwrite: true})
 	wantCode(t, err, wire.IsDir)
-	_, err = e.fs.Read(c, &vfs.ReadRequest{Scope: sc, Path: "/d"})
+	_, err = e.fs.Read(c, &files.ReadRequest{Scope: sc, Path: "/d"})
 	wantCode(t, err, wire.IsDir)
-	_, err = e.fs.Ls(c, &vfs.LsRequest{Scope: sc, Path: "/a.txt"})
+	_, err = e.fs.Ls(c, &files.LsRequest{Scope: sc, Path: "/a.txt"})
 	wantCode(t, err, wire.NotDir)
-	_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: sc, Path: "/nul", Content: "a\x00b"})
+	_, err = e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/nul", Content: "a\x00b"})
 	wantCode(t, err, wire.InvalidArgument)
 }
 
 func TestReadSlices(t *testing.T) {
 	e := start(t, nil)
 	c := ctx(t)
-	sc := vfs.Scope{AccountID: e.account(t), SessionID: "s"}
+	sc := files.Scope{AccountID: e.account(t), SessionID: "s"}
 	mustWrite(t, e, sc, "/f", "l1\nl2\nl3\nl4")
 	tests := []struct {
-		req       vfs.ReadRequest
+		req       files.ReadRequest
 		want      string
 		start     int64
 		truncated bool
 	}{
-		{vfs.ReadRequest{}, "l1\nl2\nl3\nl4", 1, false},
-		{vfs.ReadRequest{Offset: 1, Limit: 2}, "l2\nl3\n", 2, true},
-		{vfs.ReadRequest{Offset: 3}, "l4", 4, false},
-		{vfs.ReadRequest{Offset: 9}, "", 10, false},
-		{vfs.ReadRequest{Bytes: true, Offset: 3, Limit: 4}, "l2\nl", 0, true},
+		{files.ReadRequest{}, "l1\nl2\nl3\nl4", 1, false},
+		{files.ReadRequest{Offset: 1, Limit: 2}, "l2\nl3\n", 2, true},
+		{files.ReadRequest{Offset: 3}, "l4", 4, false},
+		{files.ReadRequest{Offset: 9}, "", 10, false},
+		{files.ReadRequest{Bytes: true, Offset: 3, Limit: 4}, "l2\nl", 0, true},
 	}
 	for _, tt := range tests {
 		req := tt.req
@@ -103,8 +103,8 @@ func TestReadSlices(t *testing.T) {
 func TestGlobGrep(t *testing.T) {
 	e := start(t, nil)
 	c := ctx(t)
-	sc := vfs.Scope{AccountID: e.account(t), SessionID: "s"}
-	files := map[string]string{
+	sc := files.Scope{AccountID: e.account(t), SessionID: "s"}
+	tree := map[string]string{
 		"/src/main.go":        "package main\nfunc main() {\n\tprintln(\"TODO: hello\")\n}\n",
 		"/src/lib/util.go":    "package lib\n// TODO one\n// todo two\nvar x = 1\n",
 		"/src/lib/util_test":  "nothing here\n",
@@ -113,7 +113,7 @@ func TestGlobGrep(t *testing.T) {
 		"/src/lib/deep/a.go":  "package deep\n",
 		"/src/lib/deep/b.txt": "x{3} literal braces\n",
 	}
-	for p, content := range files {
+	for p, content := range tree {
 		mustWrite(t, e, sc, p, content)
 	}
 	globs := []struct {
@@ -128,7 +128,7 @@ func TestGlobGrep(t *testing.T) {
 		{"/nope/**", "", []string{}},
 	}
 	for _, g := range globs {
-		resp, err := e.fs.Glob(c, &vfs.GlobRequest{Scope: sc, Pattern: g.pattern, Path: g.dir})
+		resp, err := e.fs.Glob(c, &files.GlobRequest{Scope: sc, Pattern: g.pattern, Path: g.dir})
 		wantCode(t, err, "")
 		if got := paths(resp.Files); !slices.Equal(got, g.want) {
 			t.Errorf("glob %q in %q = %v, want %v", g.pattern, g.dir, got, g.want)
@@ -136,19 +136,19 @@ func TestGlobGrep(t *testing.T) {
 	}
 
 	greps := []struct {
-		req  vfs.GrepRequest
+		req  files.GrepRequest
 		want []string
 	}{
-		{vfs.GrepRequest{Pattern: "TODO"}, []string{"/docs/readme.md", "/memories/notes.md", "/src/lib/util.go", "/src/main.go"}},
-		{vfs.GrepRequest{Pattern: "TODO", Path: "/src"}, []string{"/src/lib/util.go", "/src/main.go"}},
-		{vfs.GrepRequest{Pattern: "todo", IgnoreCase: true, Path: "/src/lib"}, []string{"/src/lib/util.go"}},
-		{vfs.GrepRequest{Pattern: `^package \w+$`, Path: "/src"}, []string{"/src/lib/deep/a.go", "/src/lib/util.go", "/src/main.go"}},
-		{vfs.GrepRequest{Pattern: `main\(\)\s*\{$`}, []string{"/src/main.go"}},
-		{vfs.GrepRequest{Pattern: "x{3}", Literal: true}, []string{"/src/lib/deep/b.txt"}},
-		{vfs.GrepRequest{Pattern: "x{3}"}, []string{}},
-		{vfs.GrepRequest{Pattern: `(?i)todo: HELLO`}, []string{"/src/main.go"}},
-		{vfs.GrepRequest{Pattern: `TODO.*two`}, []string{}}, // never across lines
-		{vfs.GrepRequest{Pattern: "TODO", Path: "/src/main.go"}, []string{"/src/main.go"}},
+		{files.GrepRequest{Pattern: "TODO"}, []string{"/docs/readme.md", "/memories/notes.md", "/src/lib/util.go", "/src/main.go"}},
+		{files.GrepRequest{Pattern: "TODO", Path: "/src"}, []string{"/src/lib/util.go", "/src/main.go"}},
+		{files.GrepRequest{Pattern: "todo", IgnoreCase: true, Path: "/src/lib"}, []string{"/src/lib/util.go"}},
+		{files.GrepRequest{Pattern: `^package \w+$`, Path: "/src"}, []string{"/src/lib/deep/a.go", "/src/lib/util.go", "/src/main.go"}},
+		{files.GrepRequest{Pattern: `main\(\)\s*\{$`}, []string{"/src/main.go"}},
+		{files.GrepRequest{Pattern: "x{3}", Literal: true}, []string{"/src/lib/deep/b.txt"}},
+		{files.GrepRequest{Pattern: "x{3}"}, []string{}},
+		{files.GrepRequest{Pattern: `(?i)todo: HELLO`}, []string{"/src/main.go"}},
+		{files.GrepRequest{Pattern: `TODO.*two`}, []string{}}, // never across lines
+		{files.GrepRequest{Pattern: "TODO", Path: "/src/main.go"}, []string{"/src/main.go"}},
 	}
 	for _, g := range greps {
 		req := g.req
@@ -160,9 +160,9 @@ func TestGlobGrep(t *testing.T) {
 		}
 	}
 
-	content, err := e.fs.Grep(c, &vfs.GrepRequest{Scope: sc, Pattern: "(?i)todo", Path: "/src", Mode: vfs.GrepContent})
+	content, err := e.fs.Grep(c, &files.GrepRequest{Scope: sc, Pattern: "(?i)todo", Path: "/src", Mode: files.GrepContent})
 	wantCode(t, err, "")
-	want := []vfs.GrepMatch{
+	want := []files.GrepMatch{
 		{Path: "/src/lib/util.go", Line: 2, Text: "// TODO one"},
 		{Path: "/src/lib/util.go", Line: 3, Text: "// todo two"},
 		{Path: "/src/main.go", Line: 3, Text: "\tprintln(\"TODO: hello\")"},
@@ -170,88 +170,88 @@ func TestGlobGrep(t *testing.T) {
 	if !slices.Equal(content.Matches, want) {
 		t.Errorf("content = %+v", content.Matches)
 	}
-	count, err := e.fs.Grep(c, &vfs.GrepRequest{Scope: sc, Pattern: "todo", IgnoreCase: true, Mode: vfs.GrepCount, Limit: 2})
+	count, err := e.fs.Grep(c, &files.GrepRequest{Scope: sc, Pattern: "todo", IgnoreCase: true, Mode: files.GrepCount, Limit: 2})
 	wantCode(t, err, "")
 	if len(count.Matches) != 2 || !count.Truncated {
 		t.Errorf("count = %+v", count)
 	}
-	count, err = e.fs.Grep(c, &vfs.GrepRequest{Scope: sc, Pattern: "todo", IgnoreCase: true, Mode: vfs.GrepCount, Path: "/src"})
+	count, err = e.fs.Grep(c, &files.GrepRequest{Scope: sc, Pattern: "todo", IgnoreCase: true, Mode: files.GrepCount, Path: "/src"})
 	wantCode(t, err, "")
-	if !slices.Equal(count.Matches, []vfs.GrepMatch{{Path: "/src/lib/util.go", Count: 2}, {Path: "/src/main.go", Count: 1}}) || count.Truncated {
+	if !slices.Equal(count.Matches, []files.GrepMatch{{Path: "/src/lib/util.go", Count: 2}, {Path: "/src/main.go", Count: 1}}) || count.Truncated {
 		t.Errorf("count = %+v", count)
 	}
-	_, err = e.fs.Grep(c, &vfs.GrepRequest{Scope: sc, Pattern: "(unclosed"})
+	_, err = e.fs.Grep(c, &files.GrepRequest{Scope: sc, Pattern: "(unclosed"})
 	wantCode(t, err, wire.InvalidArgument)
-	_, err = e.fs.Grep(c, &vfs.GrepRequest{Scope: sc, Pattern: "a", Mode: "lines"})
+	_, err = e.fs.Grep(c, &files.GrepRequest{Scope: sc, Pattern: "a", Mode: "lines"})
 	wantCode(t, err, wire.InvalidArgument)
 }
 
 func TestDeleteMove(t *testing.T) {
 	e := start(t, nil)
 	c := ctx(t)
-	sc := vfs.Scope{AccountID: e.account(t), SessionID: "s"}
+	sc := files.Scope{AccountID: e.account(t), SessionID: "s"}
 	mustWrite(t, e, sc, "/dir/a", "a")
 	mustWrite(t, e, sc, "/dir/sub/b", "b")
 	mustWrite(t, e, sc, "/other", "o")
 
-	_, err := e.fs.Delete(c, &vfs.DeleteRequest{Scope: sc, Path: "/dir"})
+	_, err := e.fs.Delete(c, &files.DeleteRequest{Scope: sc, Path: "/dir"})
 	wantCode(t, err, wire.NotEmpty)
-	_, err = e.fs.Delete(c, &vfs.DeleteRequest{Scope: sc, Path: "/nope"})
+	_, err = e.fs.Delete(c, &files.DeleteRequest{Scope: sc, Path: "/nope"})
 	wantCode(t, err, wire.NotFound)
 
-	_, err = e.fs.Move(c, &vfs.MoveRequest{Scope: sc, From: "/dir/a", To: "/other"})
+	_, err = e.fs.Move(c, &files.MoveRequest{Scope: sc, From: "/dir/a", To: "/other"})
 	wantCode(t, err, wire.AlreadyExists)
-	mv, err := e.fs.Move(c, &vfs.MoveRequest{Scope: sc, From: "/dir/a", To: "/other", Overwrite: true})
+	mv, err := e.fs.Move(c, &files.MoveRequest{Scope: sc, From: "/dir/a", To: "/other", Overwrite: true})
 	wantCode(t, err, "")
 	if mv.Moved != 1 {
 		t.Errorf("moved %d", mv.Moved)
 	}
-	r, err := e.fs.Read(c, &vfs.ReadRequest{Scope: sc, Path: "/other"})
+	r, err := e.fs.Read(c, &files.ReadRequest{Scope: sc, Path: "/other"})
 	wantCode(t, err, "")
 	if r.Content != "a" {
 		t.Errorf("/other = %q", r.Content)
 	}
-	_, err = e.fs.Move(c, &vfs.MoveRequest{Scope: sc, From: "/other", To: "/dir", Overwrite: true})
+	_, err = e.fs.Move(c, &files.MoveRequest{Scope: sc, From: "/other", To: "/dir", Overwrite: true})
 	wantCode(t, err, wire.AlreadyExists)
-	_, err = e.fs.Move(c, &vfs.MoveRequest{Scope: sc, From: "/dir", To: "/dir/sub/x"})
+	_, err = e.fs.Move(c, &files.MoveRequest{Scope: sc, From: "/dir", To: "/dir/sub/x"})
 	wantCode(t, err, wire.InvalidArgument)
 	// A directory moves with everything in it, across scopes too.
-	mv, err = e.fs.Move(c, &vfs.MoveRequest{Scope: sc, From: "/dir", To: "/memories/kept"})
+	mv, err = e.fs.Move(c, &files.MoveRequest{Scope: sc, From: "/dir", To: "/memories/kept"})
 	wantCode(t, err, "")
 	if mv.Moved != 1 {
 		t.Errorf("moved %d", mv.Moved)
 	}
-	other := vfs.Scope{AccountID: sc.AccountID, SessionID: "other"}
-	r, err = e.fs.Read(c, &vfs.ReadRequest{Scope: other, Path: "/memories/kept/sub/b"})
+	other := files.Scope{AccountID: sc.AccountID, SessionID: "other"}
+	r, err = e.fs.Read(c, &files.ReadRequest{Scope: other, Path: "/memories/kept/sub/b"})
 	wantCode(t, err, "")
 	if r.Content != "b" {
 		t.Errorf("moved file = %q", r.Content)
 	}
-	del, err := e.fs.Delete(c, &vfs.DeleteRequest{Scope: sc, Path: "/memories/kept", Recursive: true})
+	del, err := e.fs.Delete(c, &files.DeleteRequest{Scope: sc, Path: "/memories/kept", Recursive: true})
 	wantCode(t, err, "")
 	if del.Deleted != 1 {
 		t.Errorf("deleted %d", del.Deleted)
 	}
-	_, err = e.fs.Stat(c, &vfs.StatRequest{Scope: sc, Path: "/memories/kept"})
+	_, err = e.fs.Stat(c, &files.StatRequest{Scope: sc, Path: "/memories/kept"})
 	wantCode(t, err, wire.NotFound)
 }
 
 func TestLimits(t *testing.T) {
 	e := start(t, func(c *conf.Config) { c.VFSMaxFileBytes, c.VFSQuotaBytes = 100, 250 })
 	c := ctx(t)
-	sc := vfs.Scope{AccountID: e.account(t), SessionID: "s"}
-	_, err := e.fs.Write(c, &vfs.WriteRequest{Scope: sc, Path: "/big", Content: strings.Repeat("x", 101)})
+	sc := files.Scope{AccountID: e.account(t), SessionID: "s"}
+	_, err := e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/big", Content: strings.Repeat("x", 101)})
 	wantCode(t, err, wire.ResourceExhausted)
 	mustWrite(t, e, sc, "/a", strings.Repeat("x", 100))
 	mustWrite(t, e, sc, "/b", strings.Repeat("x", 100))
-	_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: sc, Path: "/c", Content: strings.Repeat("x", 51)})
+	_, err = e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/c", Content: strings.Repeat("x", 51)})
 	wantCode(t, err, wire.ResourceExhausted)
-	_, err = e.fs.Edit(c, &vfs.EditRequest{Scope: sc, Path: "/a", Old: "x", New: "yy", ReplaceAll: true})
+	_, err = e.fs.Edit(c, &files.EditRequest{Scope: sc, Path: "/a", Old: "x", New: "yy", ReplaceAll: true})
 	wantCode(t, err, wire.ResourceExhausted)
 	// A failed write changes nothing; deleting frees quota.
-	_, err = e.fs.Stat(c, &vfs.StatRequest{Scope: sc, Path: "/c"})
+	_, err = e.fs.Stat(c, &files.StatRequest{Scope: sc, Path: "/c"})
 	wantCode(t, err, wire.NotFound)
-	_, err = e.fs.Delete(c, &vfs.DeleteRequest{Scope: sc, Path: "/b"})
+	_, err = e.fs.Delete(c, &files.DeleteRequest{Scope: sc, Path: "/b"})
 	wantCode(t, err, "")
 	mustWrite(t, e, sc, "/c", strings.Repeat("x", 100))
 	var used int64

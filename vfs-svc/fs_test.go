@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/mirobody/mirobody-go/services/conf"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -48,26 +48,26 @@ func TestCleanPath(t *testing.T) {
 func TestPathRulesOverNATS(t *testing.T) {
 	e := start(t, nil)
 	c := ctx(t)
-	a := vfs.Scope{AccountID: e.account(t), SessionID: "s1"}
+	a := files.Scope{AccountID: e.account(t), SessionID: "s1"}
 	for _, p := range []string{"rel.txt", "/a/../b", "/a\x00", "/" + strings.Repeat("x", 1100)} {
-		_, err := e.fs.Write(c, &vfs.WriteRequest{Scope: a, Path: p, Content: "x"})
+		_, err := e.fs.Write(c, &files.WriteRequest{Scope: a, Path: p, Content: "x"})
 		wantCode(t, err, wire.InvalidArgument)
 	}
 	// NFD and NFC spellings name the same file.
-	if _, err := e.fs.Write(c, &vfs.WriteRequest{Scope: a, Path: "/cafe\u0301.md", Content: "x"}); err != nil {
+	if _, err := e.fs.Write(c, &files.WriteRequest{Scope: a, Path: "/cafe\u0301.md", Content: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	st, err := e.fs.Stat(c, &vfs.StatRequest{Scope: a, Path: "/caf\u00e9.md"})
+	st, err := e.fs.Stat(c, &files.StatRequest{Scope: a, Path: "/caf\u00e9.md"})
 	wantCode(t, err, "")
 	if st.Path != "/caf\u00e9.md" {
 		t.Errorf("stat path = %q", st.Path)
 	}
 	// Session paths need a session; /memories/ does not.
-	_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: vfs.Scope{AccountID: a.AccountID}, Path: "/x", Content: "x"})
+	_, err = e.fs.Write(c, &files.WriteRequest{Scope: files.Scope{AccountID: a.AccountID}, Path: "/x", Content: "x"})
 	wantCode(t, err, wire.InvalidArgument)
-	_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: vfs.Scope{AccountID: a.AccountID}, Path: "/memories/x", Content: "x"})
+	_, err = e.fs.Write(c, &files.WriteRequest{Scope: files.Scope{AccountID: a.AccountID}, Path: "/memories/x", Content: "x"})
 	wantCode(t, err, "")
-	_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: vfs.Scope{AccountID: "not-a-uuid", SessionID: "s"}, Path: "/x", Content: "x"})
+	_, err = e.fs.Write(c, &files.WriteRequest{Scope: files.Scope{AccountID: "not-a-uuid", SessionID: "s"}, Path: "/x", Content: "x"})
 	wantCode(t, err, wire.InvalidArgument)
 }
 
@@ -81,46 +81,46 @@ func TestScopes(t *testing.T) {
 	e := start(t, func(c *conf.Config) { c.SkillDirs = []string{skills} })
 	c := ctx(t)
 	acct := e.account(t)
-	s1 := vfs.Scope{AccountID: acct, SessionID: "s1"}
-	s2 := vfs.Scope{AccountID: acct, SessionID: "s2"}
+	s1 := files.Scope{AccountID: acct, SessionID: "s1"}
+	s2 := files.Scope{AccountID: acct, SessionID: "s2"}
 	mustWrite(t, e, s1, "/notes.md", "session one")
 	mustWrite(t, e, s1, "/memories/prefs.md", "likes tea")
 
 	// Session files are per session; memories are per account.
-	_, err := e.fs.Read(c, &vfs.ReadRequest{Scope: s2, Path: "/notes.md"})
+	_, err := e.fs.Read(c, &files.ReadRequest{Scope: s2, Path: "/notes.md"})
 	wantCode(t, err, wire.NotFound)
-	r, err := e.fs.Read(c, &vfs.ReadRequest{Scope: s2, Path: "/memories/prefs.md"})
+	r, err := e.fs.Read(c, &files.ReadRequest{Scope: s2, Path: "/memories/prefs.md"})
 	wantCode(t, err, "")
 	if r.Content != "likes tea" {
 		t.Errorf("memories read %q", r.Content)
 	}
-	ls, err := e.fs.Ls(c, &vfs.LsRequest{Scope: s1, Path: "/"})
+	ls, err := e.fs.Ls(c, &files.LsRequest{Scope: s1, Path: "/"})
 	wantCode(t, err, "")
 	if got := paths(ls.Entries); !slices.Equal(got, []string{"/memories", "/notes.md", "/skills"}) {
 		t.Errorf("ls / = %v", got)
 	}
 
 	// The mount is readable and read-only.
-	r, err = e.fs.Read(c, &vfs.ReadRequest{Scope: s1, Path: "/skills/pdf/SKILL.md", Offset: 3})
+	r, err = e.fs.Read(c, &files.ReadRequest{Scope: s1, Path: "/skills/pdf/SKILL.md", Offset: 3})
 	wantCode(t, err, "")
 	if r.Content != "Use pdftotext.\n" || !r.ReadOnly {
 		t.Errorf("skill read = %+v", r)
 	}
-	g, err := e.fs.Grep(c, &vfs.GrepRequest{Scope: s1, Pattern: "pdftotext", Mode: vfs.GrepContent})
+	g, err := e.fs.Grep(c, &files.GrepRequest{Scope: s1, Pattern: "pdftotext", Mode: files.GrepContent})
 	wantCode(t, err, "")
 	if len(g.Matches) != 2 || g.Matches[0].Path != "/skills/pdf/SKILL.md" || g.Matches[1].Line != 2 {
 		t.Errorf("grep over mount = %+v", g.Matches)
 	}
-	gl, err := e.fs.Glob(c, &vfs.GlobRequest{Scope: s1, Pattern: "/skills/**/*.md"})
+	gl, err := e.fs.Glob(c, &files.GlobRequest{Scope: s1, Pattern: "/skills/**/*.md"})
 	wantCode(t, err, "")
 	if got := paths(gl.Files); !slices.Equal(got, []string{"/skills/pdf/SKILL.md", "/skills/pdf/docs/ref.md"}) {
 		t.Errorf("glob over mount = %v", got)
 	}
-	_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: s1, Path: "/skills/pdf/new.md", Content: "x"})
+	_, err = e.fs.Write(c, &files.WriteRequest{Scope: s1, Path: "/skills/pdf/new.md", Content: "x"})
 	wantCode(t, err, wire.PermissionDenied)
-	_, err = e.fs.Delete(c, &vfs.DeleteRequest{Scope: s1, Path: "/skills/pdf", Recursive: true})
+	_, err = e.fs.Delete(c, &files.DeleteRequest{Scope: s1, Path: "/skills/pdf", Recursive: true})
 	wantCode(t, err, wire.PermissionDenied)
-	_, err = e.fs.Read(c, &vfs.ReadRequest{Scope: s1, Path: "/skills/pdf/../../etc/passwd"})
+	_, err = e.fs.Read(c, &files.ReadRequest{Scope: s1, Path: "/skills/pdf/../../etc/passwd"})
 	wantCode(t, err, wire.InvalidArgument)
 }
 
@@ -129,21 +129,21 @@ func TestScopes(t *testing.T) {
 func TestIsolation(t *testing.T) {
 	e := start(t, nil)
 	c := ctx(t)
-	a := vfs.Scope{AccountID: e.account(t), SessionID: "same"}
-	b := vfs.Scope{AccountID: e.account(t), SessionID: "same"}
+	a := files.Scope{AccountID: e.account(t), SessionID: "same"}
+	b := files.Scope{AccountID: e.account(t), SessionID: "same"}
 	names := []string{"/100%.md", "/a_b.md", "/x.*+?(|)[]{}^$\\.md", "/memories/secret_%.md", "/dir/file.md"}
 	for _, n := range names {
 		mustWrite(t, e, b, n, "SECRET of B: % _ .* [x] (y) $ ^ \\")
 	}
 	mustWrite(t, e, a, "/mine.md", "mine")
 	for _, n := range names {
-		_, err := e.fs.Read(c, &vfs.ReadRequest{Scope: a, Path: n})
+		_, err := e.fs.Read(c, &files.ReadRequest{Scope: a, Path: n})
 		wantCode(t, err, wire.NotFound)
-		_, err = e.fs.Stat(c, &vfs.StatRequest{Scope: a, Path: n})
+		_, err = e.fs.Stat(c, &files.StatRequest{Scope: a, Path: n})
 		wantCode(t, err, wire.NotFound)
 	}
 	for _, dir := range []string{"/", "/memories"} {
-		ls, err := e.fs.Ls(c, &vfs.LsRequest{Scope: a, Path: dir})
+		ls, err := e.fs.Ls(c, &files.LsRequest{Scope: a, Path: dir})
 		wantCode(t, err, "")
 		for _, en := range ls.Entries {
 			if en.Path != "/mine.md" && en.Path != "/memories" && en.Path != "/skills" {
@@ -151,10 +151,10 @@ func TestIsolation(t *testing.T) {
 			}
 		}
 	}
-	_, err := e.fs.Ls(c, &vfs.LsRequest{Scope: a, Path: "/dir"})
+	_, err := e.fs.Ls(c, &files.LsRequest{Scope: a, Path: "/dir"})
 	wantCode(t, err, wire.NotFound)
 	for _, pat := range []string{"**", "/**", "**/*", "/*%*", "/*_*", "/**/*.md", "/x.*", "/[a-z]*"} {
-		g, err := e.fs.Glob(c, &vfs.GlobRequest{Scope: a, Pattern: pat})
+		g, err := e.fs.Glob(c, &files.GlobRequest{Scope: a, Pattern: pat})
 		wantCode(t, err, "")
 		for _, f := range g.Files {
 			if f.Path != "/mine.md" {
@@ -166,14 +166,14 @@ func TestIsolation(t *testing.T) {
 		pat     string
 		literal bool
 	}{{"SECRET", false}, {".*", false}, {"%", true}, {"_", true}, {`\$`, false}, {"[x]", true}, {"(y)", true}, {"^", false}, {`\\`, false}, {"", false}} {
-		for _, mode := range []string{vfs.GrepFilesWithMatches, vfs.GrepContent, vfs.GrepCount} {
-			g, err := e.fs.Grep(c, &vfs.GrepRequest{Scope: a, Pattern: tc.pat, Literal: tc.literal, Mode: mode})
+		for _, mode := range []string{files.GrepFilesWithMatches, files.GrepContent, files.GrepCount} {
+			g, err := e.fs.Grep(c, &files.GrepRequest{Scope: a, Pattern: tc.pat, Literal: tc.literal, Mode: mode})
 			if tc.pat == "" {
 				wantCode(t, err, wire.InvalidArgument)
 				continue
 			}
 			wantCode(t, err, "")
-			for _, m := range append(g.Matches, vfs.GrepMatch{Path: strings.Join(g.Files, "")}) {
+			for _, m := range append(g.Matches, files.GrepMatch{Path: strings.Join(g.Files, "")}) {
 				if strings.Contains(m.Text, "SECRET") || (m.Path != "" && m.Path != "/mine.md") {
 					t.Errorf("grep %q (%s) leaked %+v", tc.pat, mode, m)
 				}
@@ -181,23 +181,23 @@ func TestIsolation(t *testing.T) {
 		}
 	}
 	// B still has everything.
-	g, err := e.fs.Grep(c, &vfs.GrepRequest{Scope: b, Pattern: "%", Literal: true})
+	g, err := e.fs.Grep(c, &files.GrepRequest{Scope: b, Pattern: "%", Literal: true})
 	wantCode(t, err, "")
 	if len(g.Files) != len(names) {
 		t.Errorf("B's grep found %v", g.Files)
 	}
 }
 
-func mustWrite(t testing.TB, e *env, sc vfs.Scope, p, content string) *vfs.FileInfo {
+func mustWrite(t testing.TB, e *env, sc files.Scope, p, content string) *files.FileInfo {
 	t.Helper()
-	fi, err := e.fs.Write(ctx(t), &vfs.WriteRequest{Scope: sc, Path: p, Content: content, Overwrite: true})
+	fi, err := e.fs.Write(ctx(t), &files.WriteRequest{Scope: sc, Path: p, Content: content, Overwrite: true})
 	if err != nil {
 		t.Fatalf("writing %s: %v", p, err)
 	}
 	return fi
 }
 
-func paths(fis []vfs.FileInfo) []string {
+func paths(fis []files.FileInfo) []string {
 	out := make([]string, len(fis))
 	for i, f := range fis {
 		out[i] = f.Path
@@ -208,7 +208,7 @@ func paths(fis []vfs.FileInfo) []string {
 func TestConcurrentEdits(t *testing.T) {
 	e := start(t, nil)
 	c := ctx(t)
-	sc := vfs.Scope{AccountID: e.account(t), SessionID: "s"}
+	sc := files.Scope{AccountID: e.account(t), SessionID: "s"}
 	mustWrite(t, e, sc, "/log.txt", "start\n")
 	const n = 20
 	var wg sync.WaitGroup
@@ -218,12 +218,12 @@ func TestConcurrentEdits(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for {
-				r, err := e.fs.Read(c, &vfs.ReadRequest{Scope: sc, Path: "/log.txt"})
+				r, err := e.fs.Read(c, &files.ReadRequest{Scope: sc, Path: "/log.txt"})
 				if err != nil {
 					errs <- err
 					return
 				}
-				_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: sc, Path: "/log.txt", Overwrite: true,
+				_, err = e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/log.txt", Overwrite: true,
 					ExpectedVersion: r.Version, Content: r.Content + fmt.Sprintf("line %d\n", i)})
 				if wire.CodeOf(err) == wire.FailedPrecondition {
 					continue // someone else won; read again
@@ -240,7 +240,7 @@ func TestConcurrentEdits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r, err := e.fs.Read(c, &vfs.ReadRequest{Scope: sc, Path: "/log.txt"})
+	r, err := e.fs.Read(c, &files.ReadRequest{Scope: sc, Path: "/log.txt"})
 	wantCode(t, err, "")
 	for i := range n {
 		if !strings.Contains(r.Content, fmt.Sprintf("line %d\n", i)) {

@@ -11,7 +11,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -38,7 +38,7 @@ func globBase(pattern string) string {
 	return base
 }
 
-func (s *Service) glob(ctx context.Context, req *vfs.GlobRequest) (*vfs.GlobResponse, error) {
+func (s *Service) glob(ctx context.Context, req *files.GlobRequest) (*files.GlobResponse, error) {
 	dir := req.Path
 	if dir == "" {
 		dir = "/"
@@ -62,8 +62,8 @@ func (s *Service) glob(ctx context.Context, req *vfs.GlobRequest) (*vfs.GlobResp
 	if limit <= 0 || limit > maxGlob {
 		limit = maxGlob
 	}
-	resp := &vfs.GlobResponse{Files: []vfs.FileInfo{}}
-	add := func(fi vfs.FileInfo) bool {
+	resp := &files.GlobResponse{Files: []files.FileInfo{}}
+	add := func(fi files.FileInfo) bool {
 		if !doublestar.MatchUnvalidated(pattern, fi.Path) {
 			return true
 		}
@@ -97,7 +97,7 @@ func (s *Service) glob(ctx context.Context, req *vfs.GlobRequest) (*vfs.GlobResp
 		}
 	}
 	if l.kind == locMount || l.kind == locRoot {
-		err := s.mount.walk(l.path, func(fi vfs.FileInfo, _ func() (string, error)) error {
+		err := s.mount.walk(l.path, func(fi files.FileInfo, _ func() (string, error)) error {
 			if !add(fi) {
 				return errStop
 			}
@@ -114,7 +114,7 @@ func (s *Service) glob(ctx context.Context, req *vfs.GlobRequest) (*vfs.GlobResp
 // errStop ends a walk early.
 var errStop = errors.New("stop")
 
-func (s *Service) grep(ctx context.Context, req *vfs.GrepRequest) (*vfs.GrepResponse, error) {
+func (s *Service) grep(ctx context.Context, req *files.GrepRequest) (*files.GrepResponse, error) {
 	dir := req.Path
 	if dir == "" {
 		dir = "/"
@@ -125,9 +125,9 @@ func (s *Service) grep(ctx context.Context, req *vfs.GrepRequest) (*vfs.GrepResp
 	}
 	mode := req.Mode
 	if mode == "" {
-		mode = vfs.GrepFilesWithMatches
+		mode = files.GrepFilesWithMatches
 	}
-	if mode != vfs.GrepFilesWithMatches && mode != vfs.GrepContent && mode != vfs.GrepCount {
+	if mode != files.GrepFilesWithMatches && mode != files.GrepContent && mode != files.GrepCount {
 		return nil, wire.Errorf(wire.InvalidArgument, "grep mode %q: want files_with_matches, content or count", req.Mode)
 	}
 	limit := req.Limit
@@ -139,7 +139,7 @@ func (s *Service) grep(ctx context.Context, req *vfs.GrepRequest) (*vfs.GrepResp
 	if err != nil {
 		return nil, err
 	}
-	var matches []vfs.GrepMatch
+	var matches []files.GrepMatch
 	if l.kind != locMount {
 		if matches, err = s.grepDB(ctx, l, pat, mode, limit+1); err != nil {
 			return nil, err
@@ -158,11 +158,11 @@ func (s *Service) grep(ctx context.Context, req *vfs.GrepRequest) (*vfs.GrepResp
 		}
 		return matches[i].Line < matches[j].Line
 	})
-	resp := &vfs.GrepResponse{}
+	resp := &files.GrepResponse{}
 	if len(matches) > limit {
 		matches, resp.Truncated = matches[:limit], true
 	}
-	if mode == vfs.GrepFilesWithMatches {
+	if mode == files.GrepFilesWithMatches {
 		resp.Files = make([]string, len(matches))
 		for i, m := range matches {
 			resp.Files[i] = m.Path
@@ -181,21 +181,21 @@ func (s *Service) grep(ctx context.Context, req *vfs.GrepRequest) (*vfs.GrepResp
 // of them just to sort; the scan stops at the limit instead, and the
 // caller sorts what it got (a truncated result is then some matches, not
 // the first ones by path).
-func (s *Service) grepDB(ctx context.Context, l loc, pat *grepPattern, mode string, limit int) ([]vfs.GrepMatch, error) {
+func (s *Service) grepDB(ctx context.Context, l loc, pat *grepPattern, mode string, limit int) ([]files.GrepMatch, error) {
 	lo, hi := l.prefix()
 	const where = `f.account_id = $1 AND f.session_id = ANY($2)
 		AND ((f.path >= $3 AND f.path < $4) OR f.path = $5) AND f.content ~ $6`
 	args := []any{l.account, l.sessions, lo, hi, l.path, pat.are, limit}
 	var sql string
 	switch mode {
-	case vfs.GrepFilesWithMatches:
+	case files.GrepFilesWithMatches:
 		sql = `SELECT f.path, 0::bigint, '', 0::bigint FROM vfs_files f WHERE ` + where + ` LIMIT $7`
-	case vfs.GrepContent:
+	case files.GrepContent:
 		sql = `SELECT f.path, l.n, left(l.line, $8), 0::bigint FROM vfs_files f,
 			LATERAL regexp_split_to_table(f.content, E'\n') WITH ORDINALITY AS l(line, n)
 			WHERE ` + where + ` AND l.line ~ $6 LIMIT $7`
 		args = append(args, maxGrepLine)
-	case vfs.GrepCount:
+	case files.GrepCount:
 		sql = `SELECT f.path, 0::bigint, '', (SELECT count(*) FROM regexp_split_to_table(f.content, E'\n') AS l(line)
 			WHERE l.line ~ $6) FROM vfs_files f WHERE ` + where + ` LIMIT $7`
 	}
@@ -203,8 +203,8 @@ func (s *Service) grepDB(ctx context.Context, l loc, pat *grepPattern, mode stri
 	if err != nil {
 		return nil, fmt.Errorf("grep: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (vfs.GrepMatch, error) {
-		var m vfs.GrepMatch
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (files.GrepMatch, error) {
+		var m files.GrepMatch
 		return m, row.Scan(&m.Path, &m.Line, &m.Text, &m.Count)
 	})
 	if err != nil {
@@ -215,9 +215,9 @@ func (s *Service) grepDB(ctx context.Context, l loc, pat *grepPattern, mode stri
 
 // grepMount searches the read-only mount in Go: it is a few small files
 // on local disk.
-func (s *Service) grepMount(p string, pat *grepPattern, mode string, limit int) ([]vfs.GrepMatch, error) {
-	var out []vfs.GrepMatch
-	err := s.mount.walk(p, func(fi vfs.FileInfo, open func() (string, error)) error {
+func (s *Service) grepMount(p string, pat *grepPattern, mode string, limit int) ([]files.GrepMatch, error) {
+	var out []files.GrepMatch
+	err := s.mount.walk(p, func(fi files.FileInfo, open func() (string, error)) error {
 		content, err := open()
 		if err != nil {
 			return nil
@@ -228,19 +228,19 @@ func (s *Service) grepMount(p string, pat *grepPattern, mode string, limit int) 
 				continue
 			}
 			count++
-			if mode == vfs.GrepContent {
+			if mode == files.GrepContent {
 				if len(out) == limit {
 					return errStop
 				}
-				out = append(out, vfs.GrepMatch{Path: fi.Path, Line: int64(i + 1), Text: truncateRunes(line, maxGrepLine)})
+				out = append(out, files.GrepMatch{Path: fi.Path, Line: int64(i + 1), Text: truncateRunes(line, maxGrepLine)})
 			}
 		}
-		if count > 0 && mode != vfs.GrepContent {
+		if count > 0 && mode != files.GrepContent {
 			if len(out) == limit {
 				return errStop
 			}
-			m := vfs.GrepMatch{Path: fi.Path}
-			if mode == vfs.GrepCount {
+			m := files.GrepMatch{Path: fi.Path}
+			if mode == files.GrepCount {
 				m.Count = count
 			}
 			out = append(out, m)

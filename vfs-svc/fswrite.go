@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -102,7 +102,7 @@ func checkContent(s string) error {
 	return nil
 }
 
-func (s *Service) write(ctx context.Context, req *vfs.WriteRequest) (*vfs.FileInfo, error) {
+func (s *Service) write(ctx context.Context, req *files.WriteRequest) (*files.FileInfo, error) {
 	l, err := resolve(req.Scope, req.Path)
 	if err != nil {
 		return nil, err
@@ -163,7 +163,7 @@ func versionConflict(p string, want int64, cur *file) error {
 	return wire.Errorf(wire.FailedPrecondition, "%s is at version %d, expected %d", p, cur.version, want)
 }
 
-func (s *Service) edit(ctx context.Context, req *vfs.EditRequest) (*vfs.EditResponse, error) {
+func (s *Service) edit(ctx context.Context, req *files.EditRequest) (*files.EditResponse, error) {
 	l, err := resolve(req.Scope, req.Path)
 	if err != nil {
 		return nil, err
@@ -217,10 +217,10 @@ func (s *Service) edit(ctx context.Context, req *vfs.EditRequest) (*vfs.EditResp
 	if err := c.commit(ctx, l.account); err != nil {
 		return nil, err
 	}
-	return &vfs.EditResponse{FileInfo: *f.info(l.path), Replaced: n}, nil
+	return &files.EditResponse{FileInfo: *f.info(l.path), Replaced: n}, nil
 }
 
-func (s *Service) delete(ctx context.Context, req *vfs.DeleteRequest) (*vfs.DeleteResponse, error) {
+func (s *Service) delete(ctx context.Context, req *files.DeleteRequest) (*files.DeleteResponse, error) {
 	l, err := resolve(req.Scope, req.Path)
 	if err != nil {
 		return nil, err
@@ -265,10 +265,10 @@ func (s *Service) delete(ctx context.Context, req *vfs.DeleteRequest) (*vfs.Dele
 	if err := c.commit(ctx, l.account); err != nil {
 		return nil, err
 	}
-	return &vfs.DeleteResponse{Deleted: n}, nil
+	return &files.DeleteResponse{Deleted: n}, nil
 }
 
-func (s *Service) move(ctx context.Context, req *vfs.MoveRequest) (*vfs.MoveResponse, error) {
+func (s *Service) move(ctx context.Context, req *files.MoveRequest) (*files.MoveResponse, error) {
 	from, err := resolve(req.Scope, req.From)
 	if err != nil {
 		return nil, err
@@ -334,5 +334,5 @@ func (s *Service) move(ctx context.Context, req *vfs.MoveRequest) (*vfs.MoveResp
 	if err := c.commit(ctx, from.account); err != nil {
 		return nil, err
 	}
-	return &vfs.MoveResponse{Moved: tag.RowsAffected()}, nil
+	return &files.MoveResponse{Moved: tag.RowsAffected()}, nil
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -26,7 +26,7 @@ const (
 const chromOrder = `CASE WHEN %[1]s ~ '^[0-9]+$' THEN %[1]s::int ELSE 100 END, %[1]s`
 
 // geneticFilter builds the hit filter of a query or a delete.
-func geneticFilter(req *vfs.GeneticQueryRequest) (*filter, error) {
+func geneticFilter(req *userdata.GeneticQueryRequest) (*filter, error) {
 	if err := checkAccount(req.AccountID); err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func reverse(s string) string {
 // queryGenetic finds the hits and their neighbours in one statement: a
 // LATERAL join runs the nearby search per hit inside Postgres over the
 // (account, chromosome, position) index, so there is no query per row.
-func (s *Service) queryGenetic(ctx context.Context, req *vfs.GeneticQueryRequest) (*vfs.GeneticQueryResponse, error) {
+func (s *Service) queryGenetic(ctx context.Context, req *userdata.GeneticQueryRequest) (*userdata.GeneticQueryResponse, error) {
 	if len(req.RSIDs) == 0 && req.Chromosome == "" {
 		return nil, wire.Errorf(wire.InvalidArgument, "give rsids or a chromosome")
 	}
@@ -129,18 +129,18 @@ func (s *Service) queryGenetic(ctx context.Context, req *vfs.GeneticQueryRequest
 	if err != nil {
 		return nil, fmt.Errorf("querying variants: %w", err)
 	}
-	resp := &vfs.GeneticQueryResponse{Hits: []vfs.GeneticHit{}}
-	var h vfs.Variant
+	resp := &userdata.GeneticQueryResponse{Hits: []userdata.GeneticHit{}}
+	var h userdata.Variant
 	var nRSID, nGenotype *string
 	var nPos, nDist *int64
 	_, err = pgx.ForEachRow(rows, []any{&h.RSID, &h.Chromosome, &h.Position, &h.Genotype, &resp.Total, &nRSID, &nPos, &nGenotype, &nDist}, func() error {
 		if k := len(resp.Hits); k == 0 || resp.Hits[k-1].RSID != h.RSID {
-			resp.Hits = append(resp.Hits, vfs.GeneticHit{Variant: h})
+			resp.Hits = append(resp.Hits, userdata.GeneticHit{Variant: h})
 		}
 		if nRSID != nil {
 			last := &resp.Hits[len(resp.Hits)-1]
-			last.Nearby = append(last.Nearby, vfs.NearbyVariant{
-				Variant:  vfs.Variant{RSID: *nRSID, Chromosome: h.Chromosome, Position: *nPos, Genotype: *nGenotype},
+			last.Nearby = append(last.Nearby, userdata.NearbyVariant{
+				Variant:  userdata.Variant{RSID: *nRSID, Chromosome: h.Chromosome, Position: *nPos, Genotype: *nGenotype},
 				Distance: *nDist})
 		}
 		return nil
@@ -179,8 +179,8 @@ func (s *Service) missingRSIDs(ctx context.Context, account string, ids []string
 	return out, nil
 }
 
-func (s *Service) deleteGenetic(ctx context.Context, req *vfs.GeneticDeleteRequest) (*vfs.DataDeleteResponse, error) {
-	f, err := geneticFilter(&vfs.GeneticQueryRequest{AccountID: req.AccountID, RSIDs: req.RSIDs})
+func (s *Service) deleteGenetic(ctx context.Context, req *userdata.GeneticDeleteRequest) (*userdata.DataDeleteResponse, error) {
+	f, err := geneticFilter(&userdata.GeneticQueryRequest{AccountID: req.AccountID, RSIDs: req.RSIDs})
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +188,6 @@ func (s *Service) deleteGenetic(ctx context.Context, req *vfs.GeneticDeleteReque
 	if err != nil {
 		return nil, fmt.Errorf("deleting variants: %w", err)
 	}
-	s.announce(ctx, req.AccountID, vfs.KindGenetic)
-	return &vfs.DataDeleteResponse{Deleted: tag.RowsAffected()}, nil
+	s.announce(ctx, req.AccountID, userdata.KindGenetic)
+	return &userdata.DataDeleteResponse{Deleted: tag.RowsAffected()}, nil
 }

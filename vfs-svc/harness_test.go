@@ -11,7 +11,8 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 	"github.com/mirobody/mirobody-go/vfs-svc/migrations"
 )
@@ -23,8 +24,8 @@ type env struct {
 	svc    *Service
 	pool   *pgxpool.Pool
 	client *wire.Client
-	fs     *vfs.FS
-	data   *vfs.Data
+	fs     *files.FS
+	data   *userdata.Data
 }
 
 // start runs vfs-svc for the test; tweak adjusts the config first.
@@ -48,7 +49,7 @@ func start(t testing.TB, tweak func(*conf.Config)) *env {
 	}
 	t.Cleanup(func() { _ = s.Stop(context.Background()) })
 	c := servicetest.Client(t, url)
-	return &env{svc: s, pool: db.Pool, client: c, fs: vfs.NewFS(c), data: vfs.NewData(c)}
+	return &env{svc: s, pool: db.Pool, client: c, fs: files.NewFS(c), data: userdata.NewData(c)}
 }
 
 // account creates an account and returns its id.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -66,7 +66,7 @@ func healthFilter(account string, indicators []string, start, end *time.Time) (*
 	return f, nil
 }
 
-func (s *Service) queryHealth(ctx context.Context, req *vfs.HealthQueryRequest) (*vfs.HealthQueryResponse, error) {
+func (s *Service) queryHealth(ctx context.Context, req *userdata.HealthQueryRequest) (*userdata.HealthQueryResponse, error) {
 	f, err := healthFilter(req.AccountID, req.Indicators, req.Start, req.End)
 	if err != nil {
 		return nil, err
@@ -76,16 +76,16 @@ func (s *Service) queryHealth(ctx context.Context, req *vfs.HealthQueryRequest) 
 		limit = defaultHealthLimit
 	}
 	limit = min(limit, maxHealthLimit)
-	resp := &vfs.HealthQueryResponse{}
+	resp := &userdata.HealthQueryResponse{}
 	switch req.Mode {
-	case vfs.HealthCatalog, "":
+	case userdata.HealthCatalog, "":
 		rows, err := s.pool.Query(ctx, `SELECT indicator, (array_agg(unit ORDER BY time DESC))[1], count(*), min(time), max(time)
 			FROM health_series WHERE `+f.sql()+` GROUP BY indicator ORDER BY indicator`, f.args...)
 		if err != nil {
 			return nil, fmt.Errorf("reading health catalog: %w", err)
 		}
-		resp.Catalog, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (vfs.HealthCatalogEntry, error) {
-			var e vfs.HealthCatalogEntry
+		resp.Catalog, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (userdata.HealthCatalogEntry, error) {
+			var e userdata.HealthCatalogEntry
 			err := r.Scan(&e.Indicator, &e.Unit, &e.Count, &e.First, &e.Last)
 			e.First, e.Last = e.First.UTC(), e.Last.UTC()
 			return e, err
@@ -93,17 +93,17 @@ func (s *Service) queryHealth(ctx context.Context, req *vfs.HealthQueryRequest) 
 		if err != nil {
 			return nil, fmt.Errorf("reading health catalog: %w", err)
 		}
-	case vfs.HealthRows:
+	case userdata.HealthRows:
 		lim := f.next(limit)
 		resp.Rows, err = s.healthRows(ctx, `SELECT indicator, value, unit, time, source FROM (
 				SELECT indicator, value, unit, time, source,
 					row_number() OVER (PARTITION BY indicator ORDER BY time DESC, source) AS rn
 				FROM health_series WHERE `+f.sql()+`) r
 			WHERE rn <= `+lim+` ORDER BY indicator, time, source`, f.args)
-	case vfs.HealthLatest:
+	case userdata.HealthLatest:
 		resp.Rows, err = s.healthRows(ctx, `SELECT DISTINCT ON (indicator) indicator, value, unit, time, source
 			FROM health_series WHERE `+f.sql()+` ORDER BY indicator, time DESC, source`, f.args)
-	case vfs.HealthStats:
+	case userdata.HealthStats:
 		resp.Stats, err = s.healthStats(ctx, f, req.Bucket, limit)
 	default:
 		return nil, wire.Errorf(wire.InvalidArgument, "mode %q: want catalog, rows, stats or latest", req.Mode)
@@ -114,13 +114,13 @@ func (s *Service) queryHealth(ctx context.Context, req *vfs.HealthQueryRequest) 
 	return resp, nil
 }
 
-func (s *Service) healthRows(ctx context.Context, sql string, args []any) ([]vfs.HealthRow, error) {
+func (s *Service) healthRows(ctx context.Context, sql string, args []any) ([]userdata.HealthRow, error) {
 	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, fmt.Errorf("reading health rows: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (vfs.HealthRow, error) {
-		var h vfs.HealthRow
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (userdata.HealthRow, error) {
+		var h userdata.HealthRow
 		err := r.Scan(&h.Indicator, &h.Value, &h.Unit, &h.Time, &h.Source)
 		h.Time = h.Time.UTC()
 		return h, err
@@ -133,11 +133,11 @@ func (s *Service) healthRows(ctx context.Context, sql string, args []any) ([]vfs
 
 // healthStats aggregates per indicator, unit and bucket (UTC calendar
 // buckets), keeping the most recent limit buckets of each indicator.
-func (s *Service) healthStats(ctx context.Context, f *filter, bucket string, limit int) ([]vfs.HealthStat, error) {
+func (s *Service) healthStats(ctx context.Context, f *filter, bucket string, limit int) ([]userdata.HealthStat, error) {
 	bexpr := "NULL::timestamptz"
 	switch bucket {
-	case "", vfs.BucketNone:
-	case vfs.BucketDay, vfs.BucketWeek, vfs.BucketMonth:
+	case "", userdata.BucketNone:
+	case userdata.BucketDay, userdata.BucketWeek, userdata.BucketMonth:
 		bexpr = "date_trunc(" + f.next(bucket) + "::text, time, 'UTC')"
 	default:
 		return nil, wire.Errorf(wire.InvalidArgument, "bucket %q: want none, day, week or month", bucket)
@@ -153,8 +153,8 @@ func (s *Service) healthStats(ctx context.Context, f *filter, bucket string, lim
 	if err != nil {
 		return nil, fmt.Errorf("reading health stats: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (vfs.HealthStat, error) {
-		var st vfs.HealthStat
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (userdata.HealthStat, error) {
+		var st userdata.HealthStat
 		err := r.Scan(&st.Indicator, &st.Unit, &st.Bucket, &st.Count, &st.Min, &st.Max, &st.Avg, &st.First, &st.Last)
 		if st.Bucket != nil {
 			b := st.Bucket.UTC()
@@ -169,7 +169,7 @@ func (s *Service) healthStats(ctx context.Context, f *filter, bucket string, lim
 	return out, nil
 }
 
-func (s *Service) deleteHealth(ctx context.Context, req *vfs.HealthDeleteRequest) (*vfs.DataDeleteResponse, error) {
+func (s *Service) deleteHealth(ctx context.Context, req *userdata.HealthDeleteRequest) (*userdata.DataDeleteResponse, error) {
 	f, err := healthFilter(req.AccountID, req.Indicators, req.Start, req.End)
 	if err != nil {
 		return nil, err
@@ -178,6 +178,6 @@ func (s *Service) deleteHealth(ctx context.Context, req *vfs.HealthDeleteRequest
 	if err != nil {
 		return nil, fmt.Errorf("deleting health rows: %w", err)
 	}
-	s.announce(ctx, req.AccountID, vfs.KindHealth)
-	return &vfs.DataDeleteResponse{Deleted: tag.RowsAffected()}, nil
+	s.announce(ctx, req.AccountID, userdata.KindHealth)
+	return &userdata.DataDeleteResponse{Deleted: tag.RowsAffected()}, nil
 }

@@ -9,25 +9,25 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// maxChunkBytes bounds one chunk's data (vfs.ChunkBytes plus room for one
+// maxChunkBytes bounds one chunk's data (userdata.ChunkBytes plus room for one
 // long line).
-const maxChunkBytes = 2 * vfs.ChunkBytes
+const maxChunkBytes = 2 * userdata.ChunkBytes
 
 // staleImport is how long an import may stay open; older ones are dropped
 // when the next import begins.
 const staleImport = "1 hour"
 
-func (s *Service) importBegin(ctx context.Context, req *vfs.ImportBeginRequest) (*vfs.ImportBeginResponse, error) {
+func (s *Service) importBegin(ctx context.Context, req *userdata.ImportBeginRequest) (*userdata.ImportBeginResponse, error) {
 	if _, err := uuid.Parse(req.AccountID); err != nil {
 		return nil, wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", req.AccountID)
 	}
 	switch {
-	case req.Kind == vfs.KindHealth && (req.Format == vfs.FormatCSV || req.Format == vfs.FormatNDJSON):
-	case req.Kind == vfs.KindGenetic && req.Format == vfs.FormatRaw:
+	case req.Kind == userdata.KindHealth && (req.Format == userdata.FormatCSV || req.Format == userdata.FormatNDJSON):
+	case req.Kind == userdata.KindGenetic && req.Format == userdata.FormatRaw:
 	default:
 		return nil, wire.Errorf(wire.InvalidArgument, "cannot import kind %q in format %q", req.Kind, req.Format)
 	}
@@ -45,18 +45,18 @@ func (s *Service) importBegin(ctx context.Context, req *vfs.ImportBeginRequest) 
 	if err != nil {
 		return nil, fmt.Errorf("opening import: %w", err)
 	}
-	return &vfs.ImportBeginResponse{ImportID: id}, nil
+	return &userdata.ImportBeginResponse{ImportID: id}, nil
 }
 
-func (s *Service) importChunk(ctx context.Context, req *vfs.ImportChunkRequest) (*vfs.ImportChunkResponse, error) {
+func (s *Service) importChunk(ctx context.Context, req *userdata.ImportChunkRequest) (*userdata.ImportChunkResponse, error) {
 	if len(req.Data) > maxChunkBytes {
 		return nil, wire.Errorf(wire.InvalidArgument, "chunk of %d bytes is larger than %d", len(req.Data), maxChunkBytes)
 	}
 	if req.FirstLine < 1 {
 		return nil, wire.Errorf(wire.InvalidArgument, "first_line must be at least 1")
 	}
-	if len(req.LineErrors) > vfs.MaxLineErrors {
-		return nil, wire.Errorf(wire.InvalidArgument, "a chunk carries at most %d line errors", vfs.MaxLineErrors)
+	if len(req.LineErrors) > userdata.MaxLineErrors {
+		return nil, wire.Errorf(wire.InvalidArgument, "a chunk carries at most %d line errors", userdata.MaxLineErrors)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -78,9 +78,9 @@ func (s *Service) importChunk(ctx context.Context, req *vfs.ImportChunkRequest) 
 	var table string
 	var cols []string
 	var n int
-	var errs []vfs.LineError
+	var errs []userdata.LineError
 	switch {
-	case imp.kind == vfs.KindGenetic:
+	case imp.kind == userdata.KindGenetic:
 		var rows []geneticRow
 		rows, errs = parseGenetic(data, req.FirstLine)
 		n, table, cols = len(rows), "import_genetic", []string{"import_id", "line", "rsid", "chromosome", "position", "genotype"}
@@ -90,7 +90,7 @@ func (s *Service) importChunk(ctx context.Context, req *vfs.ImportChunkRequest) 
 		})
 	default:
 		var rows []healthRow
-		if imp.format == vfs.FormatCSV {
+		if imp.format == userdata.FormatCSV {
 			rows, errs = parseHealthCSV(data, req.FirstLine)
 		} else {
 			rows, errs = parseHealthNDJSON(data, req.FirstLine)
@@ -113,7 +113,7 @@ func (s *Service) importChunk(ctx context.Context, req *vfs.ImportChunkRequest) 
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("committing chunk: %w", err)
 	}
-	return &vfs.ImportChunkResponse{Rows: int64(n), Errors: errs}, nil
+	return &userdata.ImportChunkResponse{Rows: int64(n), Errors: errs}, nil
 }
 
 // openImport is an import session's state.
@@ -179,7 +179,7 @@ const (
 		SELECT count(*), count(*) FILTER (WHERE inserted) FROM up`
 )
 
-func (s *Service) importCommit(ctx context.Context, req *vfs.ImportCommitRequest) (*vfs.ImportResult, error) {
+func (s *Service) importCommit(ctx context.Context, req *userdata.ImportCommitRequest) (*userdata.ImportResult, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("beginning transaction: %w", err)
@@ -189,10 +189,10 @@ func (s *Service) importCommit(ctx context.Context, req *vfs.ImportCommitRequest
 	if err != nil {
 		return nil, err
 	}
-	res := &vfs.ImportResult{Kind: imp.kind, Valid: imp.valid, ErrorCount: imp.nerrs}
+	res := &userdata.ImportResult{Kind: imp.kind, Valid: imp.valid, ErrorCount: imp.nerrs}
 	if imp.nerrs == 0 || req.Partial {
 		q := upsertHealth
-		if imp.kind == vfs.KindGenetic {
+		if imp.kind == userdata.KindGenetic {
 			q = upsertGenetic
 		}
 		// The dedupe sort of a whole raw file (600,000 rows) fits in
@@ -217,7 +217,7 @@ func (s *Service) importCommit(ctx context.Context, req *vfs.ImportCommitRequest
 	return res, nil
 }
 
-func (s *Service) importAbort(ctx context.Context, req *vfs.ImportAbortRequest) (*wire.Empty, error) {
+func (s *Service) importAbort(ctx context.Context, req *userdata.ImportAbortRequest) (*wire.Empty, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("beginning transaction: %w", err)
@@ -238,8 +238,8 @@ func (s *Service) importAbort(ctx context.Context, req *vfs.ImportAbortRequest) 
 // announce publishes events.data.changed.<account>; a failure is logged,
 // since the data change itself has happened.
 func (s *Service) announce(ctx context.Context, account string, kinds ...string) {
-	ev := &vfs.DataChangedEvent{AccountID: account, Kinds: kinds}
-	if err := s.node.Client.Publish(ctx, vfs.EventDataChanged(account), ev); err != nil {
+	ev := &userdata.DataChangedEvent{AccountID: account, Kinds: kinds}
+	if err := userdata.DataChanged.For(account).Publish(ctx, s.node.Client, ev); err != nil {
 		s.log.WarnContext(ctx, "publishing data change failed", "account_id", account, "err", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 )
 
 // TestImportHygiene: imports of awkward input give line-numbered errors
@@ -31,7 +31,7 @@ func TestImportHygiene(t *testing.T) {
 	if b.Len() < 1<<20 {
 		t.Fatalf("the escape-heavy file is only %d bytes", b.Len())
 	}
-	res := e.importText(t, acct, vfs.KindHealth, vfs.FormatCSV, false, b.String())
+	res := e.importText(t, acct, userdata.KindHealth, userdata.FormatCSV, false, b.String())
 	if !res.Committed || res.Valid != rows || res.Written != rows || res.ErrorCount != 0 {
 		t.Fatalf("escape-heavy import = %+v", res)
 	}
@@ -42,7 +42,7 @@ func TestImportHygiene(t *testing.T) {
 	}
 
 	latin1 := "indicator,value,unit,time\nGlucose,5.1,mmol/L,2026-02-01\nCaf\xe9ine,1,mg,2026-02-01\nPoids,70,kg \xb0,2026-02-01\n"
-	res = e.importText(t, acct, vfs.KindHealth, vfs.FormatCSV, false, latin1)
+	res = e.importText(t, acct, userdata.KindHealth, userdata.FormatCSV, false, latin1)
 	if res.Committed || res.ErrorCount != 2 || len(res.Errors) != 2 || res.Errors[0].Line != 3 || res.Errors[1].Line != 4 ||
 		!strings.Contains(res.Errors[0].Message, "UTF-8") {
 		t.Errorf("Latin-1 import = %+v", res)
@@ -50,13 +50,13 @@ func TestImportHygiene(t *testing.T) {
 
 	huge := "indicator,value,unit,time\nGlucose,5.2,mmol/L,2026-03-01\n" + strings.Repeat("x", 50<<20) + "\nGlucose,5.3,mmol/L,2026-03-02\n"
 	for _, partial := range []bool{false, true} {
-		res = e.importText(t, acct, vfs.KindHealth, vfs.FormatCSV, partial, huge)
+		res = e.importText(t, acct, userdata.KindHealth, userdata.FormatCSV, partial, huge)
 		if res.ErrorCount != 1 || len(res.Errors) != 1 || res.Errors[0].Line != 3 || !strings.Contains(res.Errors[0].Message, "longer than") ||
 			res.Valid != 2 || res.Committed != partial || partial && res.Written != 2 {
 			t.Errorf("partial=%v: huge line import = %+v", partial, res)
 		}
 	}
-	res = e.importText(t, acct, vfs.KindHealth, vfs.FormatCSV, false, strings.Repeat("y", 50<<20))
+	res = e.importText(t, acct, userdata.KindHealth, userdata.FormatCSV, false, strings.Repeat("y", 50<<20))
 	if res.Committed || res.ErrorCount != 1 || res.Errors[0].Line != 1 {
 		t.Errorf("no newline at all = %+v", res)
 	}
@@ -67,7 +67,7 @@ func TestImportHygiene(t *testing.T) {
 func TestImportMalformedCSV(t *testing.T) {
 	e := start(t, nil)
 	acct := e.account(t)
-	res := e.importText(t, acct, vfs.KindHealth, vfs.FormatCSV, true, "indicator,value,unit,time\nGlucose,5.1,mmol/L,2026-02-01\na\"b\nGlucose,5.2,mmol/L,2026-02-02\n")
+	res := e.importText(t, acct, userdata.KindHealth, userdata.FormatCSV, true, "indicator,value,unit,time\nGlucose,5.1,mmol/L,2026-02-01\na\"b\nGlucose,5.2,mmol/L,2026-02-02\n")
 	if !res.Committed || res.Written != 2 || res.ErrorCount != 1 || res.Errors[0].Line != 3 || !strings.Contains(res.Errors[0].Message, `bare "`) {
 		t.Errorf("import with a bare quote = %+v", res)
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/seal"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -21,14 +21,14 @@ import (
 // from SECRET_KEY.
 const secretsInfo = "mirobody mcp server secrets v1"
 
-func (s *Service) registerMCPServers(g *wire.Group) error {
+func (s *Service) registerMCPServers(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(g, "create", s.createMCPServer),
-		wire.Handle(g, "list", s.listMCPServers),
-		wire.Handle(g, "update", s.updateMCPServer),
-		wire.Handle(g, "delete", s.deleteMCPServer),
-		wire.Handle(g, "set_secrets", s.setMCPServerSecrets),
-		wire.Handle(g, "claim_oauth", s.claimMCPServerOAuth),
+		wire.Serve(svc, mcpservers.Create, s.createMCPServer),
+		wire.Serve(svc, mcpservers.List, s.listMCPServers),
+		wire.Serve(svc, mcpservers.Update, s.updateMCPServer),
+		wire.Serve(svc, mcpservers.Delete, s.deleteMCPServer),
+		wire.Serve(svc, mcpservers.SetSecrets, s.setMCPServerSecrets),
+		wire.Serve(svc, mcpservers.ClaimOAuth, s.claimMCPServerOAuth),
 	)
 }
 
@@ -45,7 +45,7 @@ func secretsBox(secretKey string) (*seal.Box, error) {
 // to another account or server.
 func secretsAD(account, name string) []byte { return []byte(account + "\x00" + name) }
 
-func (s *Service) seal(account, name string, sec *vfs.MCPServerSecrets) ([]byte, error) {
+func (s *Service) seal(account, name string, sec *mcpservers.MCPServerSecrets) ([]byte, error) {
 	if sec == nil || (sec.AccessToken == "" && len(sec.Headers) == 0 && sec.OAuth == nil) {
 		return nil, nil
 	}
@@ -59,7 +59,7 @@ func (s *Service) seal(account, name string, sec *vfs.MCPServerSecrets) ([]byte,
 	return s.secrets.Seal(plain, secretsAD(account, name)), nil
 }
 
-func (s *Service) open(account, name string, sealed []byte) (*vfs.MCPServerSecrets, error) {
+func (s *Service) open(account, name string, sealed []byte) (*mcpservers.MCPServerSecrets, error) {
 	if sealed == nil {
 		return nil, nil
 	}
@@ -70,7 +70,7 @@ func (s *Service) open(account, name string, sealed []byte) (*vfs.MCPServerSecre
 	if err != nil {
 		return nil, wire.Errorf(wire.FailedPrecondition, "the credentials of server %s cannot be decrypted (SECRET_KEY changed?)", name)
 	}
-	var sec vfs.MCPServerSecrets
+	var sec mcpservers.MCPServerSecrets
 	if err := json.Unmarshal(plain, &sec); err != nil {
 		return nil, fmt.Errorf("decoding server secrets: %w", err)
 	}
@@ -87,7 +87,7 @@ func checkServerKey(account, name string) error {
 	return nil
 }
 
-func (s *Service) createMCPServer(ctx context.Context, req *vfs.MCPServerCreateRequest) (*vfs.MCPServer, error) {
+func (s *Service) createMCPServer(ctx context.Context, req *mcpservers.MCPServerCreateRequest) (*mcpservers.MCPServer, error) {
 	m := req.Server
 	if err := checkServerKey(m.AccountID, m.Name); err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func (s *Service) createMCPServer(ctx context.Context, req *vfs.MCPServerCreateR
 	return &m, nil
 }
 
-func (s *Service) listMCPServers(ctx context.Context, req *vfs.MCPServerListRequest) (*vfs.MCPServerListResponse, error) {
+func (s *Service) listMCPServers(ctx context.Context, req *mcpservers.MCPServerListRequest) (*mcpservers.MCPServerListResponse, error) {
 	if _, err := uuid.Parse(req.AccountID); err != nil {
 		return nil, wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", req.AccountID)
 	}
@@ -125,10 +125,10 @@ func (s *Service) listMCPServers(ctx context.Context, req *vfs.MCPServerListRequ
 	if err != nil {
 		return nil, fmt.Errorf("listing MCP servers: %w", err)
 	}
-	out := []vfs.MCPServer{}
+	out := []mcpservers.MCPServer{}
 	var sealed [][]byte
 	for rows.Next() {
-		var m vfs.MCPServer
+		var m mcpservers.MCPServer
 		var sec []byte
 		if err := rows.Scan(&m.AccountID, &m.Name, &m.URL, &m.Auth, &m.Enabled, &m.Created, &m.Updated, &sec); err != nil {
 			rows.Close()
@@ -152,14 +152,14 @@ func (s *Service) listMCPServers(ctx context.Context, req *vfs.MCPServerListRequ
 			out[i].Secrets = sec
 		}
 	}
-	return &vfs.MCPServerListResponse{Servers: out}, nil
+	return &mcpservers.MCPServerListResponse{Servers: out}, nil
 }
 
-func (s *Service) updateMCPServer(ctx context.Context, req *vfs.MCPServerUpdateRequest) (*vfs.MCPServer, error) {
+func (s *Service) updateMCPServer(ctx context.Context, req *mcpservers.MCPServerUpdateRequest) (*mcpservers.MCPServer, error) {
 	if err := checkServerKey(req.AccountID, req.Name); err != nil {
 		return nil, err
 	}
-	m := vfs.MCPServer{AccountID: req.AccountID, Name: req.Name}
+	m := mcpservers.MCPServer{AccountID: req.AccountID, Name: req.Name}
 	err := s.pool.QueryRow(ctx, `UPDATE mcp_servers SET enabled = $3, updated = now() WHERE account_id = $1 AND name = $2
 		RETURNING url, auth, enabled, created, updated`, req.AccountID, req.Name, req.Enabled).Scan(&m.URL, &m.Auth, &m.Enabled, &m.Created, &m.Updated)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -171,11 +171,11 @@ func (s *Service) updateMCPServer(ctx context.Context, req *vfs.MCPServerUpdateR
 	return &m, nil
 }
 
-func (s *Service) deleteMCPServer(ctx context.Context, req *vfs.MCPServerDeleteRequest) (*vfs.MCPServer, error) {
+func (s *Service) deleteMCPServer(ctx context.Context, req *mcpservers.MCPServerDeleteRequest) (*mcpservers.MCPServer, error) {
 	if err := checkServerKey(req.AccountID, req.Name); err != nil {
 		return nil, err
 	}
-	m := vfs.MCPServer{AccountID: req.AccountID, Name: req.Name}
+	m := mcpservers.MCPServer{AccountID: req.AccountID, Name: req.Name}
 	err := s.pool.QueryRow(ctx, `DELETE FROM mcp_servers WHERE account_id = $1 AND name = $2
 		RETURNING url, auth, enabled, created, updated`, req.AccountID, req.Name).Scan(&m.URL, &m.Auth, &m.Enabled, &m.Created, &m.Updated)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -187,7 +187,7 @@ func (s *Service) deleteMCPServer(ctx context.Context, req *vfs.MCPServerDeleteR
 	return &m, nil
 }
 
-func (s *Service) setMCPServerSecrets(ctx context.Context, req *vfs.MCPServerSetSecretsRequest) (*vfs.MCPServer, error) {
+func (s *Service) setMCPServerSecrets(ctx context.Context, req *mcpservers.MCPServerSetSecretsRequest) (*mcpservers.MCPServer, error) {
 	if err := checkServerKey(req.AccountID, req.Name); err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (s *Service) setMCPServerSecrets(ctx context.Context, req *vfs.MCPServerSet
 	if err != nil {
 		return nil, err
 	}
-	m := vfs.MCPServer{AccountID: req.AccountID, Name: req.Name}
+	m := mcpservers.MCPServer{AccountID: req.AccountID, Name: req.Name}
 	err = s.pool.QueryRow(ctx, `UPDATE mcp_servers SET secrets = $3, updated = now() WHERE account_id = $1 AND name = $2
 		RETURNING url, auth, enabled, created, updated`, req.AccountID, req.Name, sealed).Scan(&m.URL, &m.Auth, &m.Enabled, &m.Created, &m.Updated)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -210,7 +210,7 @@ func (s *Service) setMCPServerSecrets(ctx context.Context, req *vfs.MCPServerSet
 // claimMCPServerOAuth checks and clears the pending flow in one
 // transaction (the row is locked), so a state is accepted once even when
 // two callbacks race.
-func (s *Service) claimMCPServerOAuth(ctx context.Context, req *vfs.MCPServerClaimOAuthRequest) (*vfs.MCPServer, error) {
+func (s *Service) claimMCPServerOAuth(ctx context.Context, req *mcpservers.MCPServerClaimOAuthRequest) (*mcpservers.MCPServer, error) {
 	if err := checkServerKey(req.AccountID, req.Name); err != nil {
 		return nil, err
 	}
@@ -220,7 +220,7 @@ func (s *Service) claimMCPServerOAuth(ctx context.Context, req *vfs.MCPServerCla
 		return nil, fmt.Errorf("claiming an OAuth flow: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	m := vfs.MCPServer{AccountID: req.AccountID, Name: req.Name}
+	m := mcpservers.MCPServer{AccountID: req.AccountID, Name: req.Name}
 	var sealed []byte
 	err = tx.QueryRow(ctx, `SELECT url, auth, enabled, created, updated, secrets FROM mcp_servers
 		WHERE account_id = $1 AND name = $2 FOR UPDATE`, req.AccountID, req.Name).Scan(&m.URL, &m.Auth, &m.Enabled, &m.Created, &m.Updated, &sealed)

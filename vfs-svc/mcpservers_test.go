@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mirobody/mirobody-go/services/conf"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -19,12 +19,12 @@ func TestExternalServerSecrets(t *testing.T) {
 	e := start(t, func(c *conf.Config) { c.SecretKey = "key-one" })
 	ctx := context.Background()
 	acct := e.account(t)
-	m := vfs.NewMCPServers(e.client)
-	sec := &vfs.MCPServerSecrets{AccessToken: "tok-123", Headers: map[string]string{"X-Api-Key": "hdr-456"}}
-	if _, err := m.Create(ctx, &vfs.MCPServerCreateRequest{Server: vfs.MCPServer{AccountID: acct, Name: "a", URL: "https://a.example/mcp", Auth: "headers", Enabled: true, Secrets: sec}}); err != nil {
+	m := mcpservers.NewMCPServers(e.client)
+	sec := &mcpservers.MCPServerSecrets{AccessToken: "tok-123", Headers: map[string]string{"X-Api-Key": "hdr-456"}}
+	if _, err := m.Create(ctx, &mcpservers.MCPServerCreateRequest{Server: mcpservers.MCPServer{AccountID: acct, Name: "a", URL: "https://a.example/mcp", Auth: "headers", Enabled: true, Secrets: sec}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Create(ctx, &vfs.MCPServerCreateRequest{Server: vfs.MCPServer{AccountID: acct, Name: "a", URL: "https://b.example/mcp"}}); !wire.IsCode(err, wire.AlreadyExists) {
+	if _, err := m.Create(ctx, &mcpservers.MCPServerCreateRequest{Server: mcpservers.MCPServer{AccountID: acct, Name: "a", URL: "https://b.example/mcp"}}); !wire.IsCode(err, wire.AlreadyExists) {
 		t.Errorf("a duplicate name: %v, want already_exists", err)
 	}
 	var sealed []byte
@@ -34,11 +34,11 @@ func TestExternalServerSecrets(t *testing.T) {
 	if bytes.Contains(sealed, []byte("tok-123")) || bytes.Contains(sealed, []byte("hdr-456")) {
 		t.Fatalf("secrets stored in the clear")
 	}
-	plain, err := m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct})
+	plain, err := m.List(ctx, &mcpservers.MCPServerListRequest{AccountID: acct})
 	if err != nil || len(plain.Servers) != 1 || plain.Servers[0].Secrets != nil || plain.Servers[0].Auth != "headers" {
 		t.Fatalf("list without secrets: %+v %v", plain, err)
 	}
-	full, err := m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct, WithSecrets: true})
+	full, err := m.List(ctx, &mcpservers.MCPServerListRequest{AccountID: acct, WithSecrets: true})
 	if err != nil || full.Servers[0].Secrets == nil || full.Servers[0].Secrets.AccessToken != "tok-123" || full.Servers[0].Secrets.Headers["X-Api-Key"] != "hdr-456" {
 		t.Fatalf("list with secrets: %+v %v", full, err)
 	}
@@ -47,20 +47,20 @@ func TestExternalServerSecrets(t *testing.T) {
 	if _, err := e.pool.Exec(ctx, `INSERT INTO mcp_servers (account_id, name, url, secrets) VALUES ($1, 'b', 'https://b.example', $2)`, acct, sealed); err != nil {
 		t.Fatal(err)
 	}
-	list, err := m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct, WithSecrets: true})
+	list, err := m.List(ctx, &mcpservers.MCPServerListRequest{AccountID: acct, WithSecrets: true})
 	if err != nil || len(list.Servers) != 2 || list.Servers[0].Unreadable || !list.Servers[1].Unreadable || list.Servers[1].Secrets != nil {
 		t.Errorf("a copied secret: %+v %v, want b unreadable and a intact", list, err)
 	}
-	if _, err := m.Delete(ctx, &vfs.MCPServerDeleteRequest{AccountID: acct, Name: "b"}); err != nil {
+	if _, err := m.Delete(ctx, &mcpservers.MCPServerDeleteRequest{AccountID: acct, Name: "b"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Delete(ctx, &vfs.MCPServerDeleteRequest{AccountID: acct, Name: "b"}); !wire.IsCode(err, wire.NotFound) {
+	if _, err := m.Delete(ctx, &mcpservers.MCPServerDeleteRequest{AccountID: acct, Name: "b"}); !wire.IsCode(err, wire.NotFound) {
 		t.Errorf("deleting twice: %v, want not_found", err)
 	}
 
 	// Without SECRET_KEY, credentials are refused rather than stored in the clear.
 	e.svc.secrets = nil
-	_, err = m.Create(ctx, &vfs.MCPServerCreateRequest{Server: vfs.MCPServer{AccountID: acct, Name: "c", URL: "https://c.example/mcp", Secrets: sec}})
+	_, err = m.Create(ctx, &mcpservers.MCPServerCreateRequest{Server: mcpservers.MCPServer{AccountID: acct, Name: "c", URL: "https://c.example/mcp", Secrets: sec}})
 	if !wire.IsCode(err, wire.FailedPrecondition) {
 		t.Errorf("credentials without SECRET_KEY: %v, want failed_precondition", err)
 	}
@@ -68,7 +68,7 @@ func TestExternalServerSecrets(t *testing.T) {
 	if e.svc.secrets, err = secretsBox("key-two"); err != nil {
 		t.Fatal(err)
 	}
-	list, err = m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct, WithSecrets: true})
+	list, err = m.List(ctx, &mcpservers.MCPServerListRequest{AccountID: acct, WithSecrets: true})
 	if err != nil || len(list.Servers) != 1 || !list.Servers[0].Unreadable {
 		t.Errorf("another SECRET_KEY: %+v %v, want unreadable", list, err)
 	}
@@ -81,19 +81,19 @@ func TestExternalServerOAuthClaim(t *testing.T) {
 	e := start(t, func(c *conf.Config) { c.SecretKey = "key-one" })
 	ctx := context.Background()
 	acct := e.account(t)
-	m := vfs.NewMCPServers(e.client)
+	m := mcpservers.NewMCPServers(e.client)
 	pending := func(name string, until time.Time) {
 		t.Helper()
-		o := &vfs.MCPServerOAuth{ClientID: "client-1", TokenURL: "https://as.example/token", State: "state-" + name, Verifier: "verifier", PendingUntil: until}
-		if _, err := m.Create(ctx, &vfs.MCPServerCreateRequest{Server: vfs.MCPServer{AccountID: acct, Name: name, URL: "https://a.example/mcp",
-			Auth: "oauth", Enabled: true, Secrets: &vfs.MCPServerSecrets{OAuth: o}}}); err != nil {
+		o := &mcpservers.MCPServerOAuth{ClientID: "client-1", TokenURL: "https://as.example/token", State: "state-" + name, Verifier: "verifier", PendingUntil: until}
+		if _, err := m.Create(ctx, &mcpservers.MCPServerCreateRequest{Server: mcpservers.MCPServer{AccountID: acct, Name: name, URL: "https://a.example/mcp",
+			Auth: "oauth", Enabled: true, Secrets: &mcpservers.MCPServerSecrets{OAuth: o}}}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	pending("live", time.Now().Add(time.Minute))
 	pending("old", time.Now().Add(-time.Second))
-	claim := func(name, state string) (*vfs.MCPServer, error) {
-		return m.ClaimOAuth(ctx, &vfs.MCPServerClaimOAuthRequest{AccountID: acct, Name: name, State: state})
+	claim := func(name, state string) (*mcpservers.MCPServer, error) {
+		return m.ClaimOAuth(ctx, &mcpservers.MCPServerClaimOAuthRequest{AccountID: acct, Name: name, State: state})
 	}
 	for _, tc := range []struct{ name, server, state string }{
 		{"wrong state", "live", "state-old"},
@@ -129,7 +129,7 @@ func TestExternalServerOAuthClaim(t *testing.T) {
 	if ok != 1 {
 		t.Errorf("%d claims went through, want 1", ok)
 	}
-	list, err := m.List(ctx, &vfs.MCPServerListRequest{AccountID: acct, WithSecrets: true})
+	list, err := m.List(ctx, &mcpservers.MCPServerListRequest{AccountID: acct, WithSecrets: true})
 	if err != nil {
 		t.Fatal(err)
 	}

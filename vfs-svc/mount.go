@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -48,7 +48,7 @@ func (m *skillMount) skills() map[string]string {
 // inside it ("." for the skill's folder). It returns a nil fs for /skills
 // itself. The caller closes the root.
 func (m *skillMount) open(p string) (*os.Root, string, error) {
-	rest := strings.TrimPrefix(strings.TrimPrefix(p, strings.TrimSuffix(vfs.SkillsRoot, "/")), "/")
+	rest := strings.TrimPrefix(strings.TrimPrefix(p, strings.TrimSuffix(files.SkillsRoot, "/")), "/")
 	if rest == "" {
 		return nil, "", nil
 	}
@@ -74,8 +74,8 @@ func mountErr(p string, err error) error {
 	return wire.Errorf(wire.NotFound, "%s cannot be read", p)
 }
 
-func mountInfo(p string, st fs.FileInfo) vfs.FileInfo {
-	fi := vfs.FileInfo{Path: p, IsDir: st.IsDir(), ReadOnly: true}
+func mountInfo(p string, st fs.FileInfo) files.FileInfo {
+	fi := files.FileInfo{Path: p, IsDir: st.IsDir(), ReadOnly: true}
 	if !st.IsDir() {
 		fi.Size = st.Size()
 		mod := st.ModTime().UTC()
@@ -84,13 +84,13 @@ func mountInfo(p string, st fs.FileInfo) vfs.FileInfo {
 	return fi
 }
 
-func (m *skillMount) stat(p string) (*vfs.FileInfo, error) {
+func (m *skillMount) stat(p string) (*files.FileInfo, error) {
 	root, inner, err := m.open(p)
 	if err != nil {
 		return nil, err
 	}
 	if root == nil {
-		return &vfs.FileInfo{Path: p, IsDir: true, ReadOnly: true}, nil
+		return &files.FileInfo{Path: p, IsDir: true, ReadOnly: true}, nil
 	}
 	defer root.Close()
 	st, err := fs.Stat(root.FS(), inner)
@@ -101,15 +101,15 @@ func (m *skillMount) stat(p string) (*vfs.FileInfo, error) {
 	return &fi, nil
 }
 
-func (m *skillMount) ls(p string) ([]vfs.FileInfo, error) {
+func (m *skillMount) ls(p string) ([]files.FileInfo, error) {
 	root, inner, err := m.open(p)
 	if err != nil {
 		return nil, err
 	}
-	var out []vfs.FileInfo
+	var out []files.FileInfo
 	if root == nil {
 		for name := range m.skills() {
-			out = append(out, vfs.FileInfo{Path: path.Join(p, name), IsDir: true, ReadOnly: true})
+			out = append(out, files.FileInfo{Path: path.Join(p, name), IsDir: true, ReadOnly: true})
 		}
 		sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 		return out, nil
@@ -132,7 +132,7 @@ func (m *skillMount) ls(p string) ([]vfs.FileInfo, error) {
 	return out, nil
 }
 
-func (m *skillMount) read(p string) (string, *vfs.FileInfo, error) {
+func (m *skillMount) read(p string) (string, *files.FileInfo, error) {
 	root, inner, err := m.open(p)
 	if err != nil {
 		return "", nil, err
@@ -160,13 +160,13 @@ func (m *skillMount) read(p string) (string, *vfs.FileInfo, error) {
 }
 
 // walk calls fn for every regular file at or below p, in path order.
-func (m *skillMount) walk(p string, fn func(fi vfs.FileInfo, open func() (string, error)) error) error {
+func (m *skillMount) walk(p string, fn func(fi files.FileInfo, open func() (string, error)) error) error {
 	var names []string
-	if under(p, vfs.SkillsRoot) && p != strings.TrimSuffix(vfs.SkillsRoot, "/") {
+	if under(p, files.SkillsRoot) && p != strings.TrimSuffix(files.SkillsRoot, "/") {
 		names = []string{p}
 	} else {
 		for name := range m.skills() {
-			names = append(names, vfs.SkillsRoot+name)
+			names = append(names, files.SkillsRoot+name)
 		}
 		sort.Strings(names)
 	}
@@ -175,7 +175,7 @@ func (m *skillMount) walk(p string, fn func(fi vfs.FileInfo, open func() (string
 		if err != nil {
 			continue
 		}
-		name, _, _ := strings.Cut(strings.TrimPrefix(start, vfs.SkillsRoot), "/")
+		name, _, _ := strings.Cut(strings.TrimPrefix(start, files.SkillsRoot), "/")
 		werr := fs.WalkDir(root.FS(), inner, func(rel string, d fs.DirEntry, err error) error {
 			if err != nil || !d.Type().IsRegular() {
 				return nil
@@ -184,7 +184,7 @@ func (m *skillMount) walk(p string, fn func(fi vfs.FileInfo, open func() (string
 			if err != nil || st.Size() > m.maxFile {
 				return nil
 			}
-			vp := path.Join(vfs.SkillsRoot, name, rel)
+			vp := path.Join(files.SkillsRoot, name, rel)
 			return fn(mountInfo(vp, st), func() (string, error) {
 				b, err := fs.ReadFile(root.FS(), rel)
 				return string(b), err

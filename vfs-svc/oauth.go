@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -19,21 +19,21 @@ import (
 // handlers keep codes single-use and refresh families consistent under
 // concurrent replicas, which only the database can do.
 
-func (s *Service) registerOAuth(keys, clients, codes, refresh *wire.Group) error {
+func (s *Service) registerOAuth(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(keys, "rotate", s.rotateSigningKeys),
-		wire.Handle(keys, "list", s.listSigningKeys),
-		wire.Handle(clients, "register", s.registerOAuthClient),
-		wire.Handle(clients, "get", s.getOAuthClient),
-		wire.Handle(codes, "create", s.createOAuthCode),
-		wire.Handle(codes, "consume", s.consumeOAuthCode),
-		wire.Handle(refresh, "create", s.createOAuthRefresh),
-		wire.Handle(refresh, "rotate", s.rotateOAuthRefresh),
-		wire.Handle(refresh, "revoke", s.revokeOAuthRefresh),
+		wire.Serve(svc, accounts.OAuthKeysRotate, s.rotateSigningKeys),
+		wire.Serve(svc, accounts.OAuthKeysList, s.listSigningKeys),
+		wire.Serve(svc, accounts.OAuthClientsRegister, s.registerOAuthClient),
+		wire.Serve(svc, accounts.OAuthClientsGet, s.getOAuthClient),
+		wire.Serve(svc, accounts.OAuthCodesCreate, s.createOAuthCode),
+		wire.Serve(svc, accounts.OAuthCodesConsume, s.consumeOAuthCode),
+		wire.Serve(svc, accounts.OAuthRefreshCreate, s.createOAuthRefresh),
+		wire.Serve(svc, accounts.OAuthRefreshRotate, s.rotateOAuthRefresh),
+		wire.Serve(svc, accounts.OAuthRefreshRevoke, s.revokeOAuthRefresh),
 	)
 }
 
-func (s *Service) rotateSigningKeys(ctx context.Context, req *vfs.SigningKeyRotateRequest) (*vfs.SigningKeyListResponse, error) {
+func (s *Service) rotateSigningKeys(ctx context.Context, req *accounts.SigningKeyRotateRequest) (*accounts.SigningKeyListResponse, error) {
 	c := req.Candidate
 	if c.ID == "" || len(c.ID) > 100 || c.Alg == "" || len(c.Public) == 0 || len(c.SealedPrivate) == 0 {
 		return nil, wire.Errorf(wire.InvalidArgument, "a candidate key needs an id, an alg, a public key and a sealed private key")
@@ -71,24 +71,24 @@ func (s *Service) rotateSigningKeys(ctx context.Context, req *vfs.SigningKeyRota
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("rotating signing keys: %w", err)
 	}
-	return &vfs.SigningKeyListResponse{Keys: keys}, nil
+	return &accounts.SigningKeyListResponse{Keys: keys}, nil
 }
 
-func (s *Service) listSigningKeys(ctx context.Context, _ *vfs.SigningKeyListRequest) (*vfs.SigningKeyListResponse, error) {
+func (s *Service) listSigningKeys(ctx context.Context, _ *accounts.SigningKeyListRequest) (*accounts.SigningKeyListResponse, error) {
 	keys, err := signingKeys(ctx, s.pool)
 	if err != nil {
 		return nil, err
 	}
-	return &vfs.SigningKeyListResponse{Keys: keys}, nil
+	return &accounts.SigningKeyListResponse{Keys: keys}, nil
 }
 
-func signingKeys(ctx context.Context, q querier) ([]vfs.SigningKey, error) {
+func signingKeys(ctx context.Context, q querier) ([]accounts.SigningKey, error) {
 	rows, err := q.Query(ctx, `SELECT id, alg, public, sealed_private, created FROM oauth_signing_keys ORDER BY created DESC, id`)
 	if err != nil {
 		return nil, fmt.Errorf("listing signing keys: %w", err)
 	}
-	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (vfs.SigningKey, error) {
-		var k vfs.SigningKey
+	keys, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (accounts.SigningKey, error) {
+		var k accounts.SigningKey
 		err := r.Scan(&k.ID, &k.Alg, &k.Public, &k.SealedPrivate, &k.Created)
 		return k, err
 	})
@@ -98,7 +98,7 @@ func signingKeys(ctx context.Context, q querier) ([]vfs.SigningKey, error) {
 	return keys, nil
 }
 
-func (s *Service) registerOAuthClient(ctx context.Context, req *vfs.OAuthClient) (*vfs.OAuthClient, error) {
+func (s *Service) registerOAuthClient(ctx context.Context, req *accounts.OAuthClient) (*accounts.OAuthClient, error) {
 	name := strings.TrimSpace(req.Name)
 	if len(name) > 200 {
 		return nil, wire.Errorf(wire.InvalidArgument, "client_name is longer than 200 bytes")
@@ -111,7 +111,7 @@ func (s *Service) registerOAuthClient(ctx context.Context, req *vfs.OAuthClient)
 			return nil, wire.Errorf(wire.InvalidArgument, "a redirect_uri must have 1 to 2000 bytes")
 		}
 	}
-	c := vfs.OAuthClient{ID: uuid.NewString(), Name: name, RedirectURIs: req.RedirectURIs}
+	c := accounts.OAuthClient{ID: uuid.NewString(), Name: name, RedirectURIs: req.RedirectURIs}
 	if err := s.pool.QueryRow(ctx, `INSERT INTO oauth_clients (id, name, redirect_uris) VALUES ($1, $2, $3) RETURNING created`,
 		c.ID, c.Name, c.RedirectURIs).Scan(&c.Created); err != nil {
 		return nil, fmt.Errorf("registering a client: %w", err)
@@ -119,8 +119,8 @@ func (s *Service) registerOAuthClient(ctx context.Context, req *vfs.OAuthClient)
 	return &c, nil
 }
 
-func (s *Service) getOAuthClient(ctx context.Context, req *vfs.OAuthClientGetRequest) (*vfs.OAuthClient, error) {
-	c := vfs.OAuthClient{ID: req.ID}
+func (s *Service) getOAuthClient(ctx context.Context, req *accounts.OAuthClientGetRequest) (*accounts.OAuthClient, error) {
+	c := accounts.OAuthClient{ID: req.ID}
 	err := s.pool.QueryRow(ctx, `SELECT name, redirect_uris, created FROM oauth_clients WHERE id = $1`, req.ID).
 		Scan(&c.Name, &c.RedirectURIs, &c.Created)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -132,7 +132,7 @@ func (s *Service) getOAuthClient(ctx context.Context, req *vfs.OAuthClientGetReq
 	return &c, nil
 }
 
-func (s *Service) createOAuthCode(ctx context.Context, req *vfs.OAuthCode) (*vfs.Empty, error) {
+func (s *Service) createOAuthCode(ctx context.Context, req *accounts.OAuthCode) (*wire.Empty, error) {
 	if len(req.Hash) != 64 || req.ClientID == "" || req.RedirectURI == "" || req.Challenge == "" || req.Resource == "" {
 		return nil, wire.Errorf(wire.InvalidArgument, "a code needs a hash, a client, a redirect_uri, a challenge and a resource")
 	}
@@ -152,11 +152,11 @@ func (s *Service) createOAuthCode(ctx context.Context, req *vfs.OAuthCode) (*vfs
 		req.Hash, req.ClientID, req.AccountID, req.RedirectURI, req.Scope, req.Resource, req.Challenge, uuid.NewString(), req.Expires); err != nil {
 		return nil, fmt.Errorf("storing a code: %w", err)
 	}
-	return &vfs.Empty{}, nil
+	return &wire.Empty{}, nil
 }
 
-func (s *Service) consumeOAuthCode(ctx context.Context, req *vfs.OAuthCodeConsumeRequest) (*vfs.OAuthCode, error) {
-	c := vfs.OAuthCode{Hash: req.Hash}
+func (s *Service) consumeOAuthCode(ctx context.Context, req *accounts.OAuthCodeConsumeRequest) (*accounts.OAuthCode, error) {
+	c := accounts.OAuthCode{Hash: req.Hash}
 	err := s.pool.QueryRow(ctx, `UPDATE oauth_codes SET used = now()
 		WHERE hash = $1 AND used IS NULL AND expires > now()
 		RETURNING client_id, account_id, redirect_uri, scope, resource, challenge, family, expires`, req.Hash).
@@ -180,7 +180,7 @@ func (s *Service) consumeOAuthCode(ctx context.Context, req *vfs.OAuthCodeConsum
 	return nil, wire.Errorf(wire.Unauthenticated, "the authorization code is invalid, expired or already used")
 }
 
-func (s *Service) createOAuthRefresh(ctx context.Context, req *vfs.OAuthRefresh) (*vfs.Empty, error) {
+func (s *Service) createOAuthRefresh(ctx context.Context, req *accounts.OAuthRefresh) (*wire.Empty, error) {
 	if err := validRefresh(req); err != nil {
 		return nil, err
 	}
@@ -190,10 +190,10 @@ func (s *Service) createOAuthRefresh(ctx context.Context, req *vfs.OAuthRefresh)
 	if err := insertRefresh(ctx, s.pool, req); err != nil {
 		return nil, err
 	}
-	return &vfs.Empty{}, nil
+	return &wire.Empty{}, nil
 }
 
-func validRefresh(r *vfs.OAuthRefresh) error {
+func validRefresh(r *accounts.OAuthRefresh) error {
 	if len(r.Hash) != 64 || r.ClientID == "" || r.Resource == "" {
 		return wire.Errorf(wire.InvalidArgument, "a refresh token needs a hash, a client and a resource")
 	}
@@ -209,7 +209,7 @@ func validRefresh(r *vfs.OAuthRefresh) error {
 	return nil
 }
 
-func insertRefresh(ctx context.Context, q querier, r *vfs.OAuthRefresh) error {
+func insertRefresh(ctx context.Context, q querier, r *accounts.OAuthRefresh) error {
 	var one int
 	err := q.QueryRow(ctx, `INSERT INTO oauth_refresh_tokens (hash, family, client_id, account_id, scope, resource, expires)
 		SELECT $1, $2, $3, id, $5, $6, $7 FROM accounts WHERE id = $4 AND NOT disabled
@@ -224,7 +224,7 @@ func insertRefresh(ctx context.Context, q querier, r *vfs.OAuthRefresh) error {
 	return nil
 }
 
-func (s *Service) rotateOAuthRefresh(ctx context.Context, req *vfs.OAuthRefreshRotateRequest) (*vfs.OAuthRefresh, error) {
+func (s *Service) rotateOAuthRefresh(ctx context.Context, req *accounts.OAuthRefreshRotateRequest) (*accounts.OAuthRefresh, error) {
 	invalid := wire.Errorf(wire.Unauthenticated, "the refresh token is invalid, expired or revoked")
 	if len(req.Hash) != 64 {
 		return nil, invalid
@@ -234,7 +234,7 @@ func (s *Service) rotateOAuthRefresh(ctx context.Context, req *vfs.OAuthRefreshR
 		return nil, fmt.Errorf("rotating a refresh token: %w", err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	old := vfs.OAuthRefresh{Hash: req.Hash}
+	old := accounts.OAuthRefresh{Hash: req.Hash}
 	var used, revoked *time.Time
 	var disabled bool
 	err = tx.QueryRow(ctx, `SELECT r.family, r.client_id, r.account_id, r.scope, r.resource, r.expires, r.used, r.revoked, a.disabled
@@ -287,13 +287,13 @@ func (s *Service) rotateOAuthRefresh(ctx context.Context, req *vfs.OAuthRefreshR
 	return &old, nil
 }
 
-func (s *Service) revokeOAuthRefresh(ctx context.Context, req *vfs.OAuthRefreshRevokeRequest) (*vfs.Empty, error) {
+func (s *Service) revokeOAuthRefresh(ctx context.Context, req *accounts.OAuthRefreshRevokeRequest) (*wire.Empty, error) {
 	family := req.Family
 	if family == "" {
 		err := s.pool.QueryRow(ctx, `SELECT family FROM oauth_refresh_tokens WHERE hash = $1 AND ($2 = '' OR client_id = $2)`,
 			req.Hash, req.ClientID).Scan(&family)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return &vfs.Empty{}, nil
+			return &wire.Empty{}, nil
 		}
 		if err != nil {
 			return nil, fmt.Errorf("finding a refresh token: %w", err)
@@ -305,5 +305,5 @@ func (s *Service) revokeOAuthRefresh(ctx context.Context, req *vfs.OAuthRefreshR
 	if _, err := s.pool.Exec(ctx, `UPDATE oauth_refresh_tokens SET revoked = now() WHERE family = $1 AND revoked IS NULL`, family); err != nil {
 		return nil, fmt.Errorf("revoking a refresh family: %w", err)
 	}
-	return &vfs.Empty{}, nil
+	return &wire.Empty{}, nil
 }

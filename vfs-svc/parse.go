@@ -15,7 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 )
 
 // Field limits of imported rows.
@@ -29,13 +29,13 @@ const (
 // healthRow is one valid health line of an import.
 type healthRow struct {
 	line int64
-	vfs.HealthRow
+	userdata.HealthRow
 }
 
 // geneticRow is one valid genetic line of an import.
 type geneticRow struct {
 	line int64
-	vfs.Variant
+	userdata.Variant
 }
 
 // timeLayouts are the accepted time formats; times without a zone are UTC.
@@ -72,8 +72,8 @@ func checkText(field, s string, max int, required bool) error {
 var errNotUTF8 = errors.New("the line is not valid UTF-8 text; save the file as UTF-8")
 
 // newHealthRow validates one row's fields.
-func newHealthRow(indicator, value, unit, when, source string) (vfs.HealthRow, error) {
-	r := vfs.HealthRow{Indicator: strings.TrimSpace(indicator), Unit: strings.TrimSpace(unit), Source: strings.TrimSpace(source)}
+func newHealthRow(indicator, value, unit, when, source string) (userdata.HealthRow, error) {
+	r := userdata.HealthRow{Indicator: strings.TrimSpace(indicator), Unit: strings.TrimSpace(unit), Source: strings.TrimSpace(source)}
 	if err := errors.Join(checkText("indicator", r.Indicator, maxNameRunes, true),
 		checkText("unit", r.Unit, maxUnitRunes, false), checkText("source", r.Source, maxNameRunes, false)); err != nil {
 		return r, err
@@ -92,12 +92,12 @@ func newHealthRow(indicator, value, unit, when, source string) (vfs.HealthRow, e
 // parseHealthCSV parses CSV lines `indicator,value,unit,time[,source]`; a
 // header (a first record whose first field is "indicator") and `#`
 // comments are skipped.
-func parseHealthCSV(data string, firstLine int64) ([]healthRow, []vfs.LineError) {
+func parseHealthCSV(data string, firstLine int64) ([]healthRow, []userdata.LineError) {
 	r := csv.NewReader(strings.NewReader(data))
 	r.FieldsPerRecord = -1
 	r.Comment = '#'
 	var rows []healthRow
-	var errs []vfs.LineError
+	var errs []userdata.LineError
 	header := firstLine == 1 // only the file's first record may be a header
 	for {
 		rec, err := r.Read()
@@ -112,13 +112,13 @@ func parseHealthCSV(data string, firstLine int64) ([]healthRow, []vfs.LineError)
 				abs = firstLine + int64(pe.Line) - 1
 				err = pe.Err
 			}
-			errs = append(errs, vfs.LineError{Line: abs, Message: err.Error()})
+			errs = append(errs, userdata.LineError{Line: abs, Message: err.Error()})
 			continue
 		}
 		line, _ := r.FieldPos(0)
 		abs := firstLine + int64(line) - 1
 		if slices.ContainsFunc(rec, func(f string) bool { return !utf8.ValidString(f) }) {
-			errs = append(errs, vfs.LineError{Line: abs, Message: errNotUTF8.Error()})
+			errs = append(errs, userdata.LineError{Line: abs, Message: errNotUTF8.Error()})
 			header = false
 			continue
 		}
@@ -129,13 +129,13 @@ func parseHealthCSV(data string, firstLine int64) ([]healthRow, []vfs.LineError)
 			}
 		}
 		if len(rec) != 4 && len(rec) != 5 {
-			errs = append(errs, vfs.LineError{Line: abs, Message: fmt.Sprintf("want 4 or 5 fields (indicator,value,unit,time[,source]), got %d", len(rec))})
+			errs = append(errs, userdata.LineError{Line: abs, Message: fmt.Sprintf("want 4 or 5 fields (indicator,value,unit,time[,source]), got %d", len(rec))})
 			continue
 		}
 		rec = append(rec, "")
 		h, err := newHealthRow(rec[0], rec[1], rec[2], rec[3], rec[4])
 		if err != nil {
-			errs = append(errs, vfs.LineError{Line: abs, Message: err.Error()})
+			errs = append(errs, userdata.LineError{Line: abs, Message: err.Error()})
 			continue
 		}
 		rows = append(rows, healthRow{line: abs, HealthRow: h})
@@ -155,29 +155,29 @@ type jsonHealth struct {
 
 // parseHealthNDJSON parses one JSON object per line; the line number is
 // the element's position in the original array.
-func parseHealthNDJSON(data string, firstLine int64) ([]healthRow, []vfs.LineError) {
+func parseHealthNDJSON(data string, firstLine int64) ([]healthRow, []userdata.LineError) {
 	var rows []healthRow
-	var errs []vfs.LineError
+	var errs []userdata.LineError
 	for i, line := range strings.Split(strings.TrimSuffix(data, "\n"), "\n") {
 		abs := firstLine + int64(i)
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
 		if !utf8.ValidString(line) { // encoding/json would read it as U+FFFD
-			errs = append(errs, vfs.LineError{Line: abs, Message: errNotUTF8.Error()})
+			errs = append(errs, userdata.LineError{Line: abs, Message: errNotUTF8.Error()})
 			continue
 		}
 		var j jsonHealth
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&j); err != nil {
-			errs = append(errs, vfs.LineError{Line: abs, Message: fmt.Sprintf("element is not a health object: %v", err)})
+			errs = append(errs, userdata.LineError{Line: abs, Message: fmt.Sprintf("element is not a health object: %v", err)})
 			continue
 		}
 		value := string(bytes.Trim(j.Value, `"`))
 		h, err := newHealthRow(j.Indicator, value, j.Unit, j.Time, j.Source)
 		if err != nil {
-			errs = append(errs, vfs.LineError{Line: abs, Message: err.Error()})
+			errs = append(errs, userdata.LineError{Line: abs, Message: err.Error()})
 			continue
 		}
 		rows = append(rows, healthRow{line: abs, HealthRow: h})
@@ -199,9 +199,9 @@ var chromosomes = func() map[string]string {
 // AncestryDNA (rsid, chromosome, position, allele1, allele2) raw data:
 // tab-separated, `#` comments, an optional header line starting "rsid".
 // A no-call is stored as "--" (AncestryDNA writes it as alleles "0 0").
-func parseGenetic(data string, firstLine int64) ([]geneticRow, []vfs.LineError) {
+func parseGenetic(data string, firstLine int64) ([]geneticRow, []userdata.LineError) {
 	var rows []geneticRow
-	var errs []vfs.LineError
+	var errs []userdata.LineError
 	for i, line := range strings.Split(strings.TrimSuffix(data, "\n"), "\n") {
 		abs := firstLine + int64(i)
 		line = strings.TrimRight(line, "\r")
@@ -209,7 +209,7 @@ func parseGenetic(data string, firstLine int64) ([]geneticRow, []vfs.LineError) 
 			continue
 		}
 		if !utf8.ValidString(line) {
-			errs = append(errs, vfs.LineError{Line: abs, Message: errNotUTF8.Error()})
+			errs = append(errs, userdata.LineError{Line: abs, Message: errNotUTF8.Error()})
 			continue
 		}
 		f := strings.Split(line, "\t")
@@ -218,7 +218,7 @@ func parseGenetic(data string, firstLine int64) ([]geneticRow, []vfs.LineError) 
 		}
 		v, err := newVariant(f)
 		if err != nil {
-			errs = append(errs, vfs.LineError{Line: abs, Message: err.Error()})
+			errs = append(errs, userdata.LineError{Line: abs, Message: err.Error()})
 			continue
 		}
 		rows = append(rows, geneticRow{line: abs, Variant: v})
@@ -226,11 +226,11 @@ func parseGenetic(data string, firstLine int64) ([]geneticRow, []vfs.LineError) 
 	return rows, errs
 }
 
-func newVariant(f []string) (vfs.Variant, error) {
+func newVariant(f []string) (userdata.Variant, error) {
 	for i := range f {
 		f[i] = strings.TrimSpace(f[i])
 	}
-	var v vfs.Variant
+	var v userdata.Variant
 	switch len(f) {
 	case 4:
 		v.Genotype = strings.ToUpper(f[3])

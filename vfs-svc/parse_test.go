@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 )
 
 func TestParseHealthCSV(t *testing.T) {
@@ -30,8 +30,8 @@ func TestParseHealthCSV(t *testing.T) {
 		t.Errorf("error lines = %v, want %v (%v)", got, wantLines, errs)
 	}
 	want := []healthRow{
-		{2, vfs.HealthRow{Indicator: "Glucose", Value: 5.4, Unit: "mmol/L", Time: time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC), Source: "lab"}},
-		{5, vfs.HealthRow{Indicator: "O'Brien; index", Value: 1, Time: time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)}},
+		{2, userdata.HealthRow{Indicator: "Glucose", Value: 5.4, Unit: "mmol/L", Time: time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC), Source: "lab"}},
+		{5, userdata.HealthRow{Indicator: "O'Brien; index", Value: 1, Time: time.Date(2026, 1, 5, 10, 0, 0, 0, time.UTC)}},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("rows = %+v", rows)
@@ -83,11 +83,11 @@ func TestParseGenetic(t *testing.T) {
 		"rsid\tchromosome\tposition\tallele1\tallele2\n"
 	rows, errs := parseGenetic(data, 1)
 	want := []geneticRow{
-		{3, vfs.Variant{RSID: "rs1", Chromosome: "1", Position: 100, Genotype: "AG"}},
-		{4, vfs.Variant{RSID: "i700", Chromosome: "MT", Position: 5, Genotype: "--"}},
-		{5, vfs.Variant{RSID: "rs2", Chromosome: "X", Position: 7, Genotype: "AG"}},
-		{6, vfs.Variant{RSID: "rs3", Chromosome: "MT", Position: 9, Genotype: "--"}},
-		{11, vfs.Variant{RSID: "rs'8;", Chromosome: "2", Position: 3, Genotype: "CC"}},
+		{3, userdata.Variant{RSID: "rs1", Chromosome: "1", Position: 100, Genotype: "AG"}},
+		{4, userdata.Variant{RSID: "i700", Chromosome: "MT", Position: 5, Genotype: "--"}},
+		{5, userdata.Variant{RSID: "rs2", Chromosome: "X", Position: 7, Genotype: "AG"}},
+		{6, userdata.Variant{RSID: "rs3", Chromosome: "MT", Position: 9, Genotype: "--"}},
+		{11, userdata.Variant{RSID: "rs'8;", Chromosome: "2", Position: 3, Genotype: "CC"}},
 	}
 	if !slices.Equal(rows, want) {
 		t.Errorf("rows = %+v", rows)
@@ -104,22 +104,22 @@ func TestParseGenetic(t *testing.T) {
 // TestParseNotUTF8: a line that is not UTF-8 (a Latin-1 export) is a line
 // error that says so, in every format, and the other lines still parse.
 func TestParseNotUTF8(t *testing.T) {
-	csv := func(d string, l int64) (int, []vfs.LineError) {
+	csv := func(d string, l int64) (int, []userdata.LineError) {
 		rows, errs := parseHealthCSV(d, l)
 		return len(rows), errs
 	}
-	ndjson := func(d string, l int64) (int, []vfs.LineError) {
+	ndjson := func(d string, l int64) (int, []userdata.LineError) {
 		rows, errs := parseHealthNDJSON(d, l)
 		return len(rows), errs
 	}
-	genetic := func(d string, l int64) (int, []vfs.LineError) {
+	genetic := func(d string, l int64) (int, []userdata.LineError) {
 		rows, errs := parseGenetic(d, l)
 		return len(rows), errs
 	}
 	tests := []struct {
 		name  string
 		data  string
-		parse func(string, int64) (int, []vfs.LineError)
+		parse func(string, int64) (int, []userdata.LineError)
 		rows  int
 		line  int64
 	}{

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -81,7 +81,7 @@ func under(p, root string) bool {
 }
 
 // resolve checks the scope and the path and says which rows it reaches.
-func resolve(sc vfs.Scope, p string) (loc, error) {
+func resolve(sc files.Scope, p string) (loc, error) {
 	if _, err := uuid.Parse(sc.AccountID); err != nil {
 		return loc{}, wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", sc.AccountID)
 	}
@@ -100,9 +100,9 @@ func resolve(sc vfs.Scope, p string) (loc, error) {
 		if sc.SessionID != "" {
 			l.sessions = append(l.sessions, sc.SessionID)
 		}
-	case under(c, vfs.MemoriesRoot):
+	case under(c, files.MemoriesRoot):
 		l.kind, l.sessions = locAccount, []string{""}
-	case under(c, vfs.SkillsRoot):
+	case under(c, files.SkillsRoot):
 		l.kind = locMount
 	default:
 		if sc.SessionID == "" {
@@ -118,8 +118,8 @@ func resolve(sc vfs.Scope, p string) (loc, error) {
 func (l loc) writable() error {
 	switch {
 	case l.kind == locMount:
-		return wire.Errorf(wire.PermissionDenied, "%s is read-only", vfs.SkillsRoot)
-	case l.kind == locRoot || l.path+"/" == vfs.MemoriesRoot:
+		return wire.Errorf(wire.PermissionDenied, "%s is read-only", files.SkillsRoot)
+	case l.kind == locRoot || l.path+"/" == files.MemoriesRoot:
 		return wire.Errorf(wire.IsDir, "%s is a directory", l.path)
 	}
 	return nil

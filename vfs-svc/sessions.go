@@ -12,17 +12,17 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-func (s *Service) registerSessions(g *wire.Group) error {
+func (s *Service) registerSessions(svc *wire.Service) error {
 	return errors.Join(
-		wire.Handle(g, "load", s.loadSession),
-		wire.Handle(g, "save", s.saveSession),
-		wire.Handle(g, "list", s.listSessions),
-		wire.Handle(g, "get", s.getSession),
-		wire.Handle(g, "delete", s.deleteSession),
+		wire.Serve(svc, sessions.Load, s.loadSession),
+		wire.Serve(svc, sessions.Save, s.saveSession),
+		wire.Serve(svc, sessions.List, s.listSessions),
+		wire.Serve(svc, sessions.Get, s.getSession),
+		wire.Serve(svc, sessions.Delete, s.deleteSession),
 	)
 }
 
@@ -30,23 +30,23 @@ func checkSessionIDs(account, session string) error {
 	if _, err := uuid.Parse(account); err != nil {
 		return wire.Errorf(wire.InvalidArgument, "account id %q is not a UUID", account)
 	}
-	if session != "" && !vfs.ValidSessionID(session) {
-		return wire.Errorf(wire.InvalidArgument, "session id must be 1 to 128 letters, digits, '-' or '_'")
+	if session == "" {
+		return nil
 	}
-	return nil
+	return sessions.CheckID(session)
 }
 
 const sessionCols = `id, title, agent, turns, created, updated`
 
-func scanSession(row pgx.Row, out *vfs.Session) error {
+func scanSession(row pgx.Row, out *sessions.Session) error {
 	return row.Scan(&out.ID, &out.Title, &out.Agent, &out.Turns, &out.Created, &out.Updated)
 }
 
-func (s *Service) loadSession(ctx context.Context, req *vfs.SessionLoadRequest) (*vfs.SessionLoadResponse, error) {
+func (s *Service) loadSession(ctx context.Context, req *sessions.SessionLoadRequest) (*sessions.SessionLoadResponse, error) {
 	if err := checkSessionIDs(req.AccountID, req.SessionID); err != nil {
 		return nil, err
 	}
-	var resp vfs.SessionLoadResponse
+	var resp sessions.SessionLoadResponse
 	var msgs []byte
 	var mine bool
 	// One row by id whoever owns it: a session id of another account is
@@ -69,7 +69,7 @@ func (s *Service) loadSession(ctx context.Context, req *vfs.SessionLoadRequest) 
 	return &resp, nil
 }
 
-func (s *Service) saveSession(ctx context.Context, req *vfs.SessionSaveRequest) (*vfs.Session, error) {
+func (s *Service) saveSession(ctx context.Context, req *sessions.SessionSaveRequest) (*sessions.Session, error) {
 	if err := checkSessionIDs(req.AccountID, req.SessionID); err != nil {
 		return nil, err
 	}
@@ -83,7 +83,7 @@ func (s *Service) saveSession(ctx context.Context, req *vfs.SessionSaveRequest) 
 	if len(events) == 0 {
 		events = json.RawMessage("[]")
 	}
-	var out vfs.Session
+	var out sessions.Session
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// The upsert never moves a session between accounts: a conflicting
 		// row of another account leaves the WHERE false and returns nothing.
@@ -126,7 +126,7 @@ type sessionCursor struct {
 	ID      string    `json:"i"`
 }
 
-func (s *Service) listSessions(ctx context.Context, req *vfs.SessionListRequest) (*vfs.SessionListResponse, error) {
+func (s *Service) listSessions(ctx context.Context, req *sessions.SessionListRequest) (*sessions.SessionListResponse, error) {
 	if err := checkSessionIDs(req.AccountID, ""); err != nil {
 		return nil, err
 	}
@@ -148,9 +148,9 @@ func (s *Service) listSessions(ctx context.Context, req *vfs.SessionListRequest)
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
 	defer rows.Close()
-	resp := &vfs.SessionListResponse{Sessions: []vfs.Session{}}
+	resp := &sessions.SessionListResponse{Sessions: []sessions.Session{}}
 	for rows.Next() {
-		var ss vfs.Session
+		var ss sessions.Session
 		if err := scanSession(rows, &ss); err != nil {
 			return nil, fmt.Errorf("scanning session: %w", err)
 		}
@@ -168,11 +168,11 @@ func (s *Service) listSessions(ctx context.Context, req *vfs.SessionListRequest)
 	return resp, nil
 }
 
-func (s *Service) getSession(ctx context.Context, req *vfs.SessionGetRequest) (*vfs.SessionGetResponse, error) {
+func (s *Service) getSession(ctx context.Context, req *sessions.SessionGetRequest) (*sessions.SessionGetResponse, error) {
 	if err := checkSessionIDs(req.AccountID, req.SessionID); err != nil {
 		return nil, err
 	}
-	resp := &vfs.SessionGetResponse{Turns: []vfs.Turn{}}
+	resp := &sessions.SessionGetResponse{Turns: []sessions.Turn{}}
 	err := scanSession(s.pool.QueryRow(ctx, `SELECT `+sessionCols+` FROM sessions WHERE id = $1 AND account_id = $2`,
 		req.SessionID, req.AccountID), &resp.Session)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -187,7 +187,7 @@ func (s *Service) getSession(ctx context.Context, req *vfs.SessionGetRequest) (*
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var t vfs.Turn
+		var t sessions.Turn
 		var ev []byte
 		if err := rows.Scan(&t.Seq, &t.Question, &t.Answer, &t.Finish, &ev, &t.Created); err != nil {
 			return nil, fmt.Errorf("scanning turn: %w", err)
@@ -201,14 +201,14 @@ func (s *Service) getSession(ctx context.Context, req *vfs.SessionGetRequest) (*
 	return resp, nil
 }
 
-func (s *Service) deleteSession(ctx context.Context, req *vfs.SessionDeleteRequest) (*vfs.SessionDeleteResponse, error) {
+func (s *Service) deleteSession(ctx context.Context, req *sessions.SessionDeleteRequest) (*sessions.SessionDeleteResponse, error) {
 	if err := checkSessionIDs(req.AccountID, req.SessionID); err != nil {
 		return nil, err
 	}
 	if req.SessionID == "" {
 		return nil, wire.Errorf(wire.InvalidArgument, "session id is required")
 	}
-	resp := &vfs.SessionDeleteResponse{}
+	resp := &sessions.SessionDeleteResponse{}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `DELETE FROM sessions WHERE id = $1 AND account_id = $2`, req.SessionID, req.AccountID)
 		if err != nil {

@@ -5,18 +5,19 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 func TestSessions(t *testing.T) {
 	e := start(t, nil)
-	ss := vfs.NewSessions(e.client)
+	ss := sessions.NewSessions(e.client)
 	c := ctx(t)
 	alice, bob := e.account(t), e.account(t)
 	save := func(account, id, q string, msgs string) error {
-		_, err := ss.Save(c, &vfs.SessionSaveRequest{AccountID: account, SessionID: id, Title: q, Agent: "deep",
-			Messages: json.RawMessage(msgs), Turn: vfs.Turn{Question: q, Answer: "a " + q, Finish: "stop", Events: json.RawMessage(`[{"type":"text","text":"a"}]`)}})
+		_, err := ss.Save(c, &sessions.SessionSaveRequest{AccountID: account, SessionID: id, Title: q, Agent: "deep",
+			Messages: json.RawMessage(msgs), Turn: sessions.Turn{Question: q, Answer: "a " + q, Finish: "stop", Events: json.RawMessage(`[{"type":"text","text":"a"}]`)}})
 		return err
 	}
 	wantCode(t, save(alice, "s1", "first", `[{"role":"user","content":"first"}]`), "")
@@ -37,25 +38,25 @@ func TestSessions(t *testing.T) {
 		}
 		// Loading names the id as taken (a turn is refused before it runs)
 		// without handing out the other account's messages.
-		l, err := ss.Load(c, &vfs.SessionLoadRequest{AccountID: bob, SessionID: "s1"})
+		l, err := ss.Load(c, &sessions.SessionLoadRequest{AccountID: bob, SessionID: "s1"})
 		wantCode(t, err, wire.AlreadyExists)
 		if l != nil {
 			t.Fatalf("another account's session loaded: %+v", l)
 		}
-		_, err = ss.Get(c, &vfs.SessionGetRequest{AccountID: bob, SessionID: "s1"})
+		_, err = ss.Get(c, &sessions.SessionGetRequest{AccountID: bob, SessionID: "s1"})
 		wantCode(t, err, wire.NotFound)
-		_, err = ss.Delete(c, &vfs.SessionDeleteRequest{AccountID: bob, SessionID: "s1"})
+		_, err = ss.Delete(c, &sessions.SessionDeleteRequest{AccountID: bob, SessionID: "s1"})
 		wantCode(t, err, wire.NotFound)
 	})
 
 	t.Run("load and get", func(t *testing.T) {
-		l, err := ss.Load(c, &vfs.SessionLoadRequest{AccountID: alice, SessionID: "s1"})
+		l, err := ss.Load(c, &sessions.SessionLoadRequest{AccountID: alice, SessionID: "s1"})
 		wantCode(t, err, "")
 		var msgs []map[string]string
 		if json.Unmarshal(l.Messages, &msgs) != nil || len(msgs) != 2 || l.Session.Turns != 2 || l.Session.Title != "first" {
 			t.Fatalf("load %+v %s", l.Session, l.Messages)
 		}
-		g, err := ss.Get(c, &vfs.SessionGetRequest{AccountID: alice, SessionID: "s1"})
+		g, err := ss.Get(c, &sessions.SessionGetRequest{AccountID: alice, SessionID: "s1"})
 		wantCode(t, err, "")
 		if len(g.Turns) != 2 || g.Turns[0].Question != "first" || g.Turns[1].Answer != "a second" || g.Turns[1].Seq != 2 {
 			t.Fatalf("get %+v", g.Turns)
@@ -69,7 +70,7 @@ func TestSessions(t *testing.T) {
 		var ids []string
 		cursor := ""
 		for range 10 {
-			page, err := ss.List(c, &vfs.SessionListRequest{AccountID: alice, Limit: 2, Cursor: cursor})
+			page, err := ss.List(c, &sessions.SessionListRequest{AccountID: alice, Limit: 2, Cursor: cursor})
 			wantCode(t, err, "")
 			for _, s := range page.Sessions {
 				ids = append(ids, s.ID)
@@ -81,29 +82,29 @@ func TestSessions(t *testing.T) {
 		if fmt.Sprint(ids) != "[p4 p3 p2 p1 p0 s1]" {
 			t.Fatalf("listed %v", ids)
 		}
-		page, err := ss.List(c, &vfs.SessionListRequest{AccountID: bob})
+		page, err := ss.List(c, &sessions.SessionListRequest{AccountID: bob})
 		wantCode(t, err, "")
 		if len(page.Sessions) != 0 {
 			t.Fatalf("bob sees %+v", page.Sessions)
 		}
-		_, err = ss.List(c, &vfs.SessionListRequest{AccountID: alice, Cursor: "!!"})
+		_, err = ss.List(c, &sessions.SessionListRequest{AccountID: alice, Cursor: "!!"})
 		wantCode(t, err, wire.InvalidArgument)
 	})
 
 	t.Run("delete removes the session's files only", func(t *testing.T) {
 		for _, p := range []string{"/a.md", "/dir/b.md"} {
-			_, err := e.fs.Write(c, &vfs.WriteRequest{Scope: vfs.Scope{AccountID: alice, SessionID: "s1"}, Path: p, Content: "12345"})
+			_, err := e.fs.Write(c, &files.WriteRequest{Scope: files.Scope{AccountID: alice, SessionID: "s1"}, Path: p, Content: "12345"})
 			wantCode(t, err, "")
 		}
-		_, err := e.fs.Write(c, &vfs.WriteRequest{Scope: vfs.Scope{AccountID: alice, SessionID: "s1"}, Path: "/memories/keep.md", Content: "keep"})
+		_, err := e.fs.Write(c, &files.WriteRequest{Scope: files.Scope{AccountID: alice, SessionID: "s1"}, Path: "/memories/keep.md", Content: "keep"})
 		wantCode(t, err, "")
-		_, err = e.fs.Write(c, &vfs.WriteRequest{Scope: vfs.Scope{AccountID: alice, SessionID: "p0"}, Path: "/other.md", Content: "other"})
+		_, err = e.fs.Write(c, &files.WriteRequest{Scope: files.Scope{AccountID: alice, SessionID: "p0"}, Path: "/other.md", Content: "other"})
 		wantCode(t, err, "")
 		var before int64
 		if err := e.pool.QueryRow(c, `SELECT bytes FROM vfs_usage WHERE account_id = $1`, alice).Scan(&before); err != nil {
 			t.Fatal(err)
 		}
-		d, err := ss.Delete(c, &vfs.SessionDeleteRequest{AccountID: alice, SessionID: "s1"})
+		d, err := ss.Delete(c, &sessions.SessionDeleteRequest{AccountID: alice, SessionID: "s1"})
 		wantCode(t, err, "")
 		if d.FilesDeleted != 2 {
 			t.Fatalf("deleted %d files", d.FilesDeleted)
@@ -115,11 +116,11 @@ func TestSessions(t *testing.T) {
 		if before-after != 10 {
 			t.Fatalf("usage %d -> %d, want 10 bytes less", before, after)
 		}
-		_, err = e.fs.Stat(c, &vfs.StatRequest{Scope: vfs.Scope{AccountID: alice, SessionID: "s1"}, Path: "/memories/keep.md"})
+		_, err = e.fs.Stat(c, &files.StatRequest{Scope: files.Scope{AccountID: alice, SessionID: "s1"}, Path: "/memories/keep.md"})
 		wantCode(t, err, "")
-		_, err = e.fs.Stat(c, &vfs.StatRequest{Scope: vfs.Scope{AccountID: alice, SessionID: "p0"}, Path: "/other.md"})
+		_, err = e.fs.Stat(c, &files.StatRequest{Scope: files.Scope{AccountID: alice, SessionID: "p0"}, Path: "/other.md"})
 		wantCode(t, err, "")
-		_, err = ss.Get(c, &vfs.SessionGetRequest{AccountID: alice, SessionID: "s1"})
+		_, err = ss.Get(c, &sessions.SessionGetRequest{AccountID: alice, SessionID: "s1"})
 		wantCode(t, err, wire.NotFound)
 	})
 }

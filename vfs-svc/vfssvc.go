@@ -115,11 +115,11 @@ func (s *Service) Checks() []svc.Check {
 func (s *Service) register() error {
 	svc := s.node.Service
 	return errors.Join(
-		s.registerAccounts(svc.Group("accounts"), svc.Group("keys")),
-		s.registerFS(svc.Group("fs")),
-		s.registerSessions(svc.Group("sessions")),
-		s.registerOAuth(svc.Group("oauth.keys"), svc.Group("oauth.clients"), svc.Group("oauth.codes"), svc.Group("oauth.refresh")),
-		s.registerMCPServers(svc.Group("mcpservers")),
-		s.registerData(svc.Group("data"), svc.Group("data.import"), svc.Group("data.health"), svc.Group("data.genetic")),
+		s.registerAccounts(svc),
+		s.registerFS(svc),
+		s.registerSessions(svc),
+		s.registerOAuth(svc),
+		s.registerMCPServers(svc),
+		s.registerData(svc),
 	)
 }

@@ -7,20 +7,24 @@ package agent
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Subjects of agent-svc.
-const (
-	// SubjectStart starts a run (request/reply through the queue group).
+// Endpoints and events of agent-svc.
+var (
+	// RunsStart starts a run (request/reply through the queue group).
 	// The reply acknowledges the run; its events then flow to the
 	// request's Inbox.
-	SubjectStart = "agent.runs.start"
-	// SubjectCancel is published (no queue group, every replica listens)
+	RunsStart = wire.Endpoint[StartRequest, StartResponse]{Subject: "agent.runs.start"}
+	// RunsCancel is published (no queue group, every replica listens)
 	// to cancel a run; the replica running it stops it.
-	SubjectCancel = "agent.runs.cancel"
-	// EventSessionDeleted is published when a session is deleted, so that
+	RunsCancel = wire.Event[CancelEvent]{Subject: "agent.runs.cancel"}
+	// SessionDeleted is published when a session is deleted, so that
 	// every replica drops its REPL state.
-	EventSessionDeleted = "events.agent.session_deleted"
+	SessionDeleted = wire.Event[SessionDeletedEvent]{Subject: "events.agent.session_deleted"}
+	// RunEvents is the stream a run's Inbox names (RunEvents.On(inbox)).
+	RunEvents = wire.Event[Event]{Subject: wire.StreamPrefix + ".*"}
 )
 
 // DefaultHeartbeat is how often a run emits a heartbeat event.

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -41,7 +40,7 @@ func (c *Client) Run(ctx context.Context, req *StartRequest, onEvent func(Event)
 	}
 
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	ack, err := wire.Call[StartRequest, StartResponse](startCtx, c.c, SubjectStart, &r)
+	ack, err := RunsStart.Call(startCtx, c.c, &r)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -60,19 +59,19 @@ func (c *Client) Run(ctx context.Context, req *StartRequest, onEvent func(Event)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
-			_ = c.c.Publish(context.WithoutCancel(ctx), SubjectCancel, &CancelEvent{RunID: r.RunID, Reason: "client went away"})
+			_ = RunsCancel.Publish(context.WithoutCancel(ctx), c.c, &CancelEvent{RunID: r.RunID, Reason: "client went away"})
 			return ack, ctx.Err()
 		case err != nil:
 			return ack, wire.Errorf(wire.Unavailable, "the agent stopped responding (no heartbeat for %s)", window)
 		}
-		var ev Event
-		if err := json.Unmarshal(m.Data, &ev); err != nil {
+		ev, err := RunEvents.Decode(m)
+		if err != nil {
 			return ack, wire.Errorf(wire.Internal, "decoding a run event: %v", err)
 		}
 		if ev.Seq < next {
 			continue // a duplicate
 		}
-		pending[ev.Seq] = ev
+		pending[ev.Seq] = *ev
 		for {
 			e, ok := pending[next]
 			if !ok {
@@ -100,10 +99,10 @@ func (c *Client) Run(ctx context.Context, req *StartRequest, onEvent func(Event)
 
 // Cancel asks the replica running a run to stop it.
 func (c *Client) Cancel(ctx context.Context, ev *CancelEvent) error {
-	return c.c.Publish(ctx, SubjectCancel, ev)
+	return RunsCancel.Publish(ctx, c.c, ev)
 }
 
 // SessionDeleted tells every replica to forget a session's REPL state.
 func (c *Client) SessionDeleted(ctx context.Context, ev *SessionDeletedEvent) error {
-	return c.c.Publish(ctx, EventSessionDeleted, ev)
+	return SessionDeleted.Publish(ctx, c.c, ev)
 }

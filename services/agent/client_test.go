@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { servicetest.Main(m) }
 // sequence numbers (type end for the last when end is true).
 func fakeRun(t *testing.T, nc *nats.Conn, seqs []int64, end bool) {
 	t.Helper()
-	sub, err := nc.Subscribe(SubjectStart, func(m *nats.Msg) {
+	sub, err := nc.Subscribe(RunsStart.Subject, func(m *nats.Msg) {
 		var req StartRequest
 		_ = json.Unmarshal(m.Data, &req)
 		ack, _ := json.Marshal(StartResponse{RunID: req.RunID, HeartbeatMS: 50})
@@ -88,7 +88,7 @@ func TestClientCancel(t *testing.T) {
 	t.Cleanup(nc.Close)
 	fakeRun(t, nc, []int64{1}, false)
 	cancels := make(chan *nats.Msg, 1)
-	sub, err := nc.ChanSubscribe(SubjectCancel, cancels)
+	sub, err := nc.ChanSubscribe(RunsCancel.Subject, cancels)
 	if err != nil {
 		t.Fatal(err)
 	}

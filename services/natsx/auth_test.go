@@ -167,7 +167,7 @@ func TestIdentityReplies(t *testing.T) {
 	must(t, err)
 	t.Cleanup(func() { _ = ws.Stop(context.Background()) })
 	for _, id := range []string{"gateway", "cli"} {
-		got, err := wire.Call[wire.Empty, wire.PingResponse](context.Background(), s.Client(t, id), "vfs.sys.ping", &wire.Empty{})
+		got, err := wire.SysPing("vfs").Call(context.Background(), s.Client(t, id), &wire.Empty{})
 		if err != nil || got.Service != "vfs" {
 			t.Errorf("%s pinging vfs: %+v %v", id, got, err)
 		}

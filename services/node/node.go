@@ -107,7 +107,7 @@ func (n *Node) Checks() []svc.Check {
 // PingCheck returns a readiness check that pings another service over NATS.
 func PingCheck(c *wire.Client, service string) svc.Check {
 	return svc.Check{Name: service, Probe: func(ctx context.Context) error {
-		_, err := wire.Call[wire.Empty, wire.PingResponse](ctx, c, service+".sys.ping", &wire.Empty{})
+		_, err := wire.SysPing(service).Call(ctx, c, &wire.Empty{})
 		return err
 	}}
 }

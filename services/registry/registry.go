@@ -13,16 +13,19 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Subjects served by registry-svc.
-const (
-	SubjectList = "registry.tools.list"
-	SubjectCall = "registry.tools.call"
-	// SubjectCancel is published (not requested) to cancel a call in flight;
+// Endpoints and events of registry-svc.
+var (
+	ToolsList = wire.Endpoint[ListRequest, ListResponse]{Subject: "registry.tools.list"}
+	ToolsCall = wire.Endpoint[CallRequest, CallResponse]{Subject: "registry.tools.call"}
+	// CallsCancel is published (not requested) to cancel a call in flight;
 	// every replica subscribes without a queue group, and the one running
 	// the call cancels it.
-	SubjectCancel = "registry.calls.cancel"
-	// EventChanged is published after the registry's tool set changed.
-	EventChanged = "events.registry.changed"
+	CallsCancel = wire.Event[CancelEvent]{Subject: "registry.calls.cancel"}
+	// Changed is published after the registry's tool set changed.
+	Changed = wire.Event[ChangedEvent]{Subject: "events.registry.changed"}
+	// Progress is the stream a call's ProgressSubject names: the running
+	// tool's progress notifications (Progress.On(subject)).
+	Progress = wire.Event[ProgressEvent]{Subject: wire.StreamPrefix + ".*"}
 )
 
 // Caller identifies who lists or calls. An empty AccountID is anonymous.
@@ -159,7 +162,7 @@ func NewClient(c *wire.Client) *Client { return &Client{c: c} }
 // cost more than the rest of an unchanged list.
 func (c *Client) List(ctx context.Context, req *ListRequest) (*ListResponse, error) {
 	if req.IfNoneMatch != "" || len(req.Servers) > 0 {
-		return wire.Call[ListRequest, ListResponse](ctx, c.c, SubjectList, req)
+		return ToolsList.Call(ctx, c.c, req)
 	}
 	key := listKey{req.Caller.AccountID, req.Caller.Agent}
 	c.listMu.Lock()
@@ -169,7 +172,7 @@ func (c *Client) List(ctx context.Context, req *ListRequest) (*ListResponse, err
 	if cached != nil {
 		q.IfNoneMatch = cached.ETag
 	}
-	resp, err := wire.Call[ListRequest, ListResponse](ctx, c.c, SubjectList, &q)
+	resp, err := ToolsList.Call(ctx, c.c, &q)
 	if err != nil {
 		return nil, err
 	}
@@ -209,10 +212,10 @@ func (c *Client) remember(key listKey, resp *ListResponse) *ListResponse {
 // return means the call could not be made (invalid arguments, not found,
 // unauthenticated, unavailable...).
 func (c *Client) Call(ctx context.Context, req *CallRequest) (*CallResponse, error) {
-	return wire.Call[CallRequest, CallResponse](ctx, c.c, SubjectCall, req)
+	return ToolsCall.Call(ctx, c.c, req)
 }
 
 // Cancel asks the replica running callID to cancel it.
 func (c *Client) Cancel(ctx context.Context, ev *CancelEvent) error {
-	return c.c.Publish(ctx, SubjectCancel, ev)
+	return CallsCancel.Publish(ctx, c.c, ev)
 }

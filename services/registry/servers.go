@@ -8,30 +8,27 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Subjects for an account's external MCP servers (SPEC §7). registry-svc
+// Endpoints and events for an account's external MCP servers (SPEC §7). registry-svc
 // validates them (name, URL, SSRF policy), stores them in vfs-svc and adds
 // their tools to the account's list.
-const (
-	SubjectServerAdd    = "registry.servers.add"
-	SubjectServerList   = "registry.servers.list"
-	SubjectServerUpdate = "registry.servers.update"
-	SubjectServerRemove = "registry.servers.remove"
-	// SubjectServerOAuthCallback finishes an OAuth authorization: the
+var (
+	ServersAdd    = wire.Endpoint[ServerAddRequest, Server]{Subject: "registry.servers.add"}
+	ServersList   = wire.Endpoint[ServerListRequest, ServerListResponse]{Subject: "registry.servers.list"}
+	ServersUpdate = wire.Endpoint[ServerUpdateRequest, Server]{Subject: "registry.servers.update"}
+	ServersRemove = wire.Endpoint[ServerRemoveRequest, Server]{Subject: "registry.servers.remove"}
+	// ServersOAuthCallback finishes an OAuth authorization: the
 	// gateway's callback page passes the code and state, registry-svc
 	// exchanges them for tokens (the gateway never sees them).
-	SubjectServerOAuthCallback = "registry.servers.oauth_callback"
-	// EventAccountChangedPrefix, followed by an account id, is published
-	// when that account's tool list changed: its servers were edited, one
-	// of them sent list_changed, or went down or came back.
-	EventAccountChangedPrefix = "events.registry.changed."
+	ServersOAuthCallback = wire.Endpoint[ServerOAuthCallbackRequest, Server]{Subject: "registry.servers.oauth_callback"}
+	// AccountChanged, for one account (AccountChanged.For(account)), is
+	// published when that account's tool list changed: its servers were
+	// edited, one of them sent list_changed, or went down or came back.
+	AccountChanged = wire.Event[ChangedEvent]{Subject: "events.registry.changed.*"}
 )
 
 // OAuthCallbackPath is the gateway page authorization servers send the
 // user back to; the redirect URI is MCP_PUBLIC_URL followed by it.
 const OAuthCallbackPath = "/api/mcp-servers/oauth/callback"
-
-// EventAccountChanged returns the subject announcing a change of account's tools.
-func EventAccountChanged(account string) string { return EventAccountChangedPrefix + account }
 
 // ToolSeparator joins a server name and its tool's name: `<server>__<tool>`.
 const ToolSeparator = "__"
@@ -128,26 +125,26 @@ type ServerRemoveRequest struct {
 // AddServer validates and stores a server: invalid_argument for a bad name
 // or URL or one refused by the SSRF policy, already_exists for a taken name.
 func (c *Client) AddServer(ctx context.Context, req *ServerAddRequest) (*Server, error) {
-	return wire.Call[ServerAddRequest, Server](ctx, c.c, SubjectServerAdd, req)
+	return ServersAdd.Call(ctx, c.c, req)
 }
 
 // ListServers returns an account's servers with their health.
 func (c *Client) ListServers(ctx context.Context, req *ServerListRequest) (*ServerListResponse, error) {
-	return wire.Call[ServerListRequest, ServerListResponse](ctx, c.c, SubjectServerList, req)
+	return ServersList.Call(ctx, c.c, req)
 }
 
 // UpdateServer switches a server on or off.
 func (c *Client) UpdateServer(ctx context.Context, req *ServerUpdateRequest) (*Server, error) {
-	return wire.Call[ServerUpdateRequest, Server](ctx, c.c, SubjectServerUpdate, req)
+	return ServersUpdate.Call(ctx, c.c, req)
 }
 
 // RemoveServer removes a server; an unknown name is not_found.
 func (c *Client) RemoveServer(ctx context.Context, req *ServerRemoveRequest) (*Server, error) {
-	return wire.Call[ServerRemoveRequest, Server](ctx, c.c, SubjectServerRemove, req)
+	return ServersRemove.Call(ctx, c.c, req)
 }
 
 // OAuthCallback exchanges an authorization code for a server's tokens:
 // failed_precondition for an unknown, used or expired state.
 func (c *Client) OAuthCallback(ctx context.Context, req *ServerOAuthCallbackRequest) (*Server, error) {
-	return wire.Call[ServerOAuthCallbackRequest, Server](ctx, c.c, SubjectServerOAuthCallback, req)
+	return ServersOAuthCallback.Call(ctx, c.c, req)
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 )
 
 // freeAddr returns a loopback address nothing listens on. The gateway's
@@ -220,7 +220,7 @@ func TestBaseAgentTurn(t *testing.T) {
 			// The turn is saved like a Deep one, and a Deep turn in the
 			// same session replays its tool steps.
 			code, body := httpGet(t, st.URL+"/api/sessions/"+evs[0].SessionID, st.Key)
-			var got vfs.SessionGetResponse
+			var got sessions.SessionGetResponse
 			if code != http.StatusOK || json.Unmarshal(body, &got) != nil || len(got.Turns) != 1 || got.Turns[0].Answer != "Done: 5." {
 				t.Fatalf("GET session: %d %s", code, body)
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -53,7 +53,7 @@ func BenchmarkChatTurns(b *testing.B) {
 		b.Cleanup(func() { _ = s.Stop(context.Background()) })
 	}
 	wc := servicetest.Client(b, natsURL)
-	acct, err := vfs.NewAccounts(wc).Create(context.Background(), &vfs.AccountCreateRequest{Email: "bench@example.com"})
+	acct, err := accounts.NewAccounts(wc).Create(context.Background(), &accounts.AccountCreateRequest{Email: "bench@example.com"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 )
 
 // switchable lets each subtest install its own responder on one server.
@@ -191,8 +191,8 @@ func TestChatSummarization(t *testing.T) {
 	if summaries != 1 || !strings.Contains(last.Messages[0].Content, "SUMMARY: the user asked q1 and q2") || last.LastUser() != "q5" || len(last.Messages) != 7 {
 		t.Fatalf("summaries %d, last request %+v", summaries, last.Messages)
 	}
-	fs := vfs.NewFS(servicetest.Client(t, st.NATS))
-	got, err := fs.Read(context.Background(), &vfs.ReadRequest{Scope: vfs.Scope{AccountID: st.AccountID, SessionID: session}, Path: "/conversation_history/transcript.jsonl"})
+	fs := files.NewFS(servicetest.Client(t, st.NATS))
+	got, err := fs.Read(context.Background(), &files.ReadRequest{Scope: files.Scope{AccountID: st.AccountID, SessionID: session}, Path: "/conversation_history/transcript.jsonl"})
 	must(t, err)
 	for _, want := range []string{`"content":"q1"`, `"content":"answer to q1"`, `"content":"q2"`} {
 		if !strings.Contains(got.Content, want) {

@@ -14,7 +14,8 @@ import (
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -30,11 +31,11 @@ func TestChatInputHygiene(t *testing.T) {
 
 	ctx := context.Background()
 	nc := servicetest.Client(t, st.NATS)
-	accounts := vfs.NewAccounts(nc)
-	other, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: "other@example.com"})
+	accts := accounts.NewAccounts(nc)
+	other, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: "other@example.com"})
 	must(t, err)
-	_, err = vfs.NewSessions(nc).Save(ctx, &vfs.SessionSaveRequest{AccountID: other.ID, SessionID: "taken-1", Title: "theirs",
-		Messages: json.RawMessage(`[]`), Turn: vfs.Turn{Question: "theirs", Answer: "a", Finish: "stop"}})
+	_, err = sessions.NewSessions(nc).Save(ctx, &sessions.SessionSaveRequest{AccountID: other.ID, SessionID: "taken-1", Title: "theirs",
+		Messages: json.RawMessage(`[]`), Turn: sessions.Turn{Question: "theirs", Answer: "a", Finish: "stop"}})
 	must(t, err)
 
 	cases := []struct {
@@ -77,7 +78,7 @@ func TestChatInputHygiene(t *testing.T) {
 		t.Errorf("the provider was called %d times for refused turns", n)
 	}
 	// The other account's session is untouched.
-	got, err := vfs.NewSessions(nc).Get(ctx, &vfs.SessionGetRequest{AccountID: other.ID, SessionID: "taken-1"})
+	got, err := sessions.NewSessions(nc).Get(ctx, &sessions.SessionGetRequest{AccountID: other.ID, SessionID: "taken-1"})
 	must(t, err)
 	if len(got.Turns) != 1 || got.Turns[0].Question != "theirs" {
 		t.Errorf("the other account's session changed: %+v", got.Turns)

@@ -20,7 +20,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/svc"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
@@ -111,7 +111,7 @@ func TestChatTwoInstances(t *testing.T) {
 	t.Cleanup(func() { _ = gb.Stop(context.Background()) })
 
 	wc := servicetest.Client(t, natsURL)
-	acct, err := vfs.NewAccounts(wc).Create(context.Background(), &vfs.AccountCreateRequest{Email: "scale@example.com"})
+	acct, err := accounts.NewAccounts(wc).Create(context.Background(), &accounts.AccountCreateRequest{Email: "scale@example.com"})
 	must(t, err)
 	client := agent.NewClient(wc)
 	runAll := func(n int, started chan<- struct{}) []runResult {
@@ -222,10 +222,10 @@ func TestChatAgentLostOverSSE(t *testing.T) {
 	must(t, ga.Start(context.Background()))
 	t.Cleanup(func() { _ = ga.Stop(context.Background()) })
 	ctx := context.Background()
-	accounts := vfs.NewAccounts(servicetest.Client(t, natsURL))
-	acct, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: "lost@example.com"})
+	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+	acct, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: "lost@example.com"})
 	must(t, err)
-	key, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: acct.ID, Name: "k"})
+	key, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "k"})
 	must(t, err)
 	st := &chatStack{URL: "http://" + gw.Addr(), Key: key.Key}
 	killedAt := make(chan time.Time, 1)

@@ -15,7 +15,8 @@ import (
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -49,7 +50,7 @@ func TestChatCancelOnDisconnect(t *testing.T) {
 	cancel()
 	servicetest.Eventually(t, 2*time.Second, func() bool {
 		code, body := httpGet(t, st.URL+"/api/sessions/"+start.SessionID, st.Key)
-		var got vfs.SessionGetResponse
+		var got sessions.SessionGetResponse
 		return code == http.StatusOK && json.Unmarshal(body, &got) == nil && len(got.Turns) == 1 && got.Turns[0].Finish == agent.FinishCancelled
 	}, "the cancelled turn was not saved as cancelled")
 	if d := time.Since(cancelled); d > 2*time.Second {
@@ -97,19 +98,19 @@ func TestChatSessionDelete(t *testing.T) {
 	must(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	var del vfs.SessionDeleteResponse
+	var del sessions.SessionDeleteResponse
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(body, &del) != nil || del.FilesDeleted != 1 {
 		t.Fatalf("DELETE: %s %s", resp.Status, body)
 	}
 	if code, _ := httpGet(t, st.URL+"/api/sessions/"+id, st.Key); code != http.StatusNotFound {
 		t.Fatalf("GET after DELETE: %d", code)
 	}
-	fs := vfs.NewFS(servicetest.Client(t, st.NATS))
+	fs := files.NewFS(servicetest.Client(t, st.NATS))
 	ctx := context.Background()
-	if _, err := fs.Stat(ctx, &vfs.StatRequest{Scope: vfs.Scope{AccountID: st.AccountID, SessionID: id}, Path: "/notes/x.md"}); !wire.IsCode(err, wire.NotFound) {
+	if _, err := fs.Stat(ctx, &files.StatRequest{Scope: files.Scope{AccountID: st.AccountID, SessionID: id}, Path: "/notes/x.md"}); !wire.IsCode(err, wire.NotFound) {
 		t.Fatalf("session file after DELETE: %v", err)
 	}
-	if _, err := fs.Stat(ctx, &vfs.StatRequest{Scope: vfs.Scope{AccountID: st.AccountID}, Path: "/memories/prefs.md"}); err != nil {
+	if _, err := fs.Stat(ctx, &files.StatRequest{Scope: files.Scope{AccountID: st.AccountID}, Path: "/memories/prefs.md"}); err != nil {
 		t.Fatalf("memories after DELETE: %v", err)
 	}
 	// The same id starts over: the REPL state went with the session. The

@@ -19,7 +19,8 @@ import (
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -56,10 +57,10 @@ func startChatStack(t *testing.T, srv *scripted.Server, tune func(*conf.Config))
 	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}),
 		agentsvc.New(agentsvc.Options{Config: cfg, Log: log}), gw)
 	ctx := context.Background()
-	accounts := vfs.NewAccounts(servicetest.Client(t, natsURL))
-	acct, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: "chat@example.com"})
+	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+	acct, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: "chat@example.com"})
 	must(t, err)
-	key, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: acct.ID, Name: "chat"})
+	key, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "chat"})
 	must(t, err)
 	return &chatStack{URL: "http://" + gw.Addr(), Key: key.Key, AccountID: acct.ID, NATS: natsURL, cfg: cfg}
 }
@@ -211,14 +212,14 @@ func TestChatFullTurn(t *testing.T) {
 				t.Errorf("usage events %+v", ofType(evs, agent.EventUsage))
 			}
 			code, body := httpGet(t, st.URL+"/api/sessions/"+evs[0].SessionID, st.Key)
-			var got vfs.SessionGetResponse
+			var got sessions.SessionGetResponse
 			if code != http.StatusOK || json.Unmarshal(body, &got) != nil || len(got.Turns) != 1 || got.Turns[0].Answer != "All done: 10." {
 				t.Fatalf("GET session: %d %s", code, body)
 			}
 		})
 	}
 	code, body := httpGet(t, st.URL+"/api/sessions?limit=1", st.Key)
-	var page vfs.SessionListResponse
+	var page sessions.SessionListResponse
 	if code != http.StatusOK || json.Unmarshal(body, &page) != nil || len(page.Sessions) != 1 || page.NextCursor == "" {
 		t.Fatalf("GET sessions: %d %s", code, body)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/buildinfo"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/natsx"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -154,11 +154,11 @@ func fileExists(path string) bool {
 }
 
 // findAccount resolves an account given by id or by email.
-func findAccount(ctx context.Context, acc *vfs.Accounts, idOrEmail string) (*vfs.Account, error) {
+func findAccount(ctx context.Context, acc *accounts.Accounts, idOrEmail string) (*accounts.Account, error) {
 	if _, err := uuid.Parse(idOrEmail); err == nil {
-		return acc.Get(ctx, &vfs.AccountGetRequest{ID: idOrEmail})
+		return acc.Get(ctx, &accounts.AccountGetRequest{ID: idOrEmail})
 	}
-	return acc.Get(ctx, &vfs.AccountGetRequest{Email: idOrEmail})
+	return acc.Get(ctx, &accounts.AccountGetRequest{Email: idOrEmail})
 }
 
 func runAccount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -181,7 +181,7 @@ func runAccount(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeFn()
-	a, err := vfs.NewAccounts(c).Create(ctx, &vfs.AccountCreateRequest{Email: *email, Password: *password})
+	a, err := accounts.NewAccounts(c).Create(ctx, &accounts.AccountCreateRequest{Email: *email, Password: *password})
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer closeFn()
-	acc := vfs.NewAccounts(c)
+	acc := accounts.NewAccounts(c)
 	a, err := findAccount(ctx, acc, *account)
 	if err != nil {
 		return err
@@ -221,7 +221,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *scopes != "" {
 			sc = strings.Split(*scopes, ",")
 		}
-		k, err := acc.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: a.ID, Name: *name, Scopes: sc})
+		k, err := acc.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: a.ID, Name: *name, Scopes: sc})
 		if err != nil {
 			return err
 		}
@@ -229,7 +229,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "key %s created for %s; it is shown only this once\n", k.APIKey.ID, a.Email)
 		return nil
 	case "list":
-		r, err := acc.ListKeys(ctx, &vfs.KeyListRequest{AccountID: a.ID})
+		r, err := acc.ListKeys(ctx, &accounts.KeyListRequest{AccountID: a.ID})
 		if err != nil {
 			return err
 		}
@@ -244,7 +244,7 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *keyID == "" {
 			return fmt.Errorf("--key is required")
 		}
-		k, err := acc.RevokeKey(ctx, &vfs.KeyRevokeRequest{AccountID: a.ID, KeyID: *keyID})
+		k, err := acc.RevokeKey(ctx, &accounts.KeyRevokeRequest{AccountID: a.ID, KeyID: *keyID})
 		if err != nil {
 			return err
 		}

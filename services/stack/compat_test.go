@@ -21,7 +21,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -152,11 +152,11 @@ func TestComingFromMirobody(t *testing.T) {
 	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}),
 		agentsvc.New(agentsvc.Options{Config: cfg, Log: log}), gw)
 	ctx := context.Background()
-	accounts := vfs.NewAccounts(servicetest.Client(t, natsURL))
-	acct, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: "upstream@example.com"})
+	accounts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+	acct, err := accounts.Create(ctx, &accounts.AccountCreateRequest{Email: "upstream@example.com"})
 	must(t, err)
 	accountID = acct.ID
-	key, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: acct.ID, Name: "upstream"})
+	key, err := accounts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "upstream"})
 	must(t, err)
 	st := &chatStack{URL: "http://" + gw.Addr(), Key: key.Key, AccountID: acct.ID, NATS: natsURL, cfg: cfg}
 

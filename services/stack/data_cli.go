@@ -9,7 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 )
 
 // runData imports or deletes user data for an account (the demo account
@@ -34,7 +35,7 @@ func runData(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switch {
 	case args[0] == "import" && (*health == "") == (*genetic == ""):
 		return fmt.Errorf("give exactly one of --health FILE or --genetic FILE")
-	case args[0] == "delete" && *kind != vfs.KindHealth && *kind != vfs.KindGenetic:
+	case args[0] == "delete" && *kind != userdata.KindHealth && *kind != userdata.KindGenetic:
 		return fmt.Errorf("--kind must be health or genetic")
 	}
 	c, _, closeFn, err := adminClient(*path, stderr)
@@ -42,16 +43,16 @@ func runData(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer closeFn()
-	a, err := findAccount(ctx, vfs.NewAccounts(c), *account)
+	a, err := findAccount(ctx, accounts.NewAccounts(c), *account)
 	if err != nil {
 		return fmt.Errorf("finding account %s: %w", *account, err)
 	}
-	data := vfs.NewData(c)
+	data := userdata.NewData(c)
 	if args[0] == "delete" {
-		if *kind == vfs.KindHealth {
-			_, err = data.DeleteHealth(ctx, &vfs.HealthDeleteRequest{AccountID: a.ID})
+		if *kind == userdata.KindHealth {
+			_, err = data.DeleteHealth(ctx, &userdata.HealthDeleteRequest{AccountID: a.ID})
 		} else {
-			_, err = data.DeleteGenetic(ctx, &vfs.GeneticDeleteRequest{AccountID: a.ID})
+			_, err = data.DeleteGenetic(ctx, &userdata.GeneticDeleteRequest{AccountID: a.ID})
 		}
 		if err != nil {
 			return err
@@ -59,15 +60,15 @@ func runData(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "deleted the %s data of %s\n", *kind, a.Email)
 		return nil
 	}
-	req := &vfs.ImportRequest{AccountID: a.ID, Partial: *partial}
+	req := &userdata.ImportRequest{AccountID: a.ID, Partial: *partial}
 	file := *health
 	switch {
 	case file != "" && strings.EqualFold(filepath.Ext(file), ".json"):
-		req.Kind, req.Format = vfs.KindHealth, vfs.FormatJSON
+		req.Kind, req.Format = userdata.KindHealth, userdata.FormatJSON
 	case file != "":
-		req.Kind, req.Format = vfs.KindHealth, vfs.FormatCSV
+		req.Kind, req.Format = userdata.KindHealth, userdata.FormatCSV
 	default:
-		req.Kind, req.Format, file = vfs.KindGenetic, vfs.FormatRaw, *genetic
+		req.Kind, req.Format, file = userdata.KindGenetic, userdata.FormatRaw, *genetic
 	}
 	f, err := os.Open(file)
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/mirobody/mirobody-go/services/conf"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -24,21 +24,21 @@ func ensureDemo(ctx context.Context, cfg *conf.Config, log *slog.Logger, keyFile
 		return "", err
 	}
 	defer nc.Close()
-	acc := vfs.NewAccounts(wire.NewClient(wire.ClientOptions{Conn: nc}))
+	acc := accounts.NewAccounts(wire.NewClient(wire.ClientOptions{Conn: nc}))
 	if b, err := os.ReadFile(keyFile); err == nil {
 		key := strings.TrimSpace(string(b))
-		if _, err := acc.VerifyKey(ctx, &vfs.KeyVerifyRequest{Hash: vfs.HashKey(key)}); err == nil {
+		if _, err := acc.VerifyKey(ctx, &accounts.KeyVerifyRequest{Hash: accounts.HashKey(key)}); err == nil {
 			return key, nil
 		}
 	}
-	a, err := acc.Get(ctx, &vfs.AccountGetRequest{Email: DemoEmail})
+	a, err := acc.Get(ctx, &accounts.AccountGetRequest{Email: DemoEmail})
 	if wire.IsCode(err, wire.NotFound) {
-		a, err = acc.Create(ctx, &vfs.AccountCreateRequest{Email: DemoEmail})
+		a, err = acc.Create(ctx, &accounts.AccountCreateRequest{Email: DemoEmail})
 	}
 	if err != nil {
 		return "", fmt.Errorf("ensuring the demo account: %w", err)
 	}
-	k, err := acc.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: a.ID, Name: "dev demo"})
+	k, err := acc.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: a.ID, Name: "dev demo"})
 	if err != nil {
 		return "", fmt.Errorf("creating the demo key: %w", err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/mirobody/mirobody-go/gateway"
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -42,11 +42,11 @@ func TestExternalHostileServerEndToEnd(t *testing.T) {
 	base := "http://" + gw.Addr()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	accounts := vfs.NewAccounts(servicetest.Client(t, natsURL))
+	accounts := accounts.NewAccounts(servicetest.Client(t, natsURL))
 	newKey := func(email string) string {
-		a, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: email})
+		a, err := accounts.Create(ctx, &accounts.AccountCreateRequest{Email: email})
 		must(t, err)
-		k, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: a.ID, Name: "t"})
+		k, err := accounts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: a.ID, Name: "t"})
 		must(t, err)
 		return k.Key
 	}

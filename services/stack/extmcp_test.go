@@ -21,7 +21,7 @@ import (
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -86,11 +86,11 @@ func TestExternalServersEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	accounts := vfs.NewAccounts(servicetest.Client(t, natsURL))
+	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
 	newKey := func(email string) string {
-		a, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: email})
+		a, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: email})
 		must(t, err)
-		k, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: a.ID, Name: "t"})
+		k, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: a.ID, Name: "t"})
 		must(t, err)
 		return k.Key
 	}

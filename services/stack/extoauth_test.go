@@ -14,7 +14,8 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -40,9 +41,9 @@ func TestExternalServerOAuth(t *testing.T) {
 	nc, err := cliConn(local.Config, "extoauth-test", servicetest.Logger(t))
 	must(t, err)
 	t.Cleanup(nc.Close)
-	store := vfs.NewMCPServers(wire.NewClient(wire.ClientOptions{Conn: nc}))
+	store := mcpservers.NewMCPServers(wire.NewClient(wire.ClientOptions{Conn: nc}))
 	a := struct{ ID string }{local.AccountID}
-	k, err := local.Accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: a.ID, Name: "t"})
+	k, err := local.Accounts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: a.ID, Name: "t"})
 	must(t, err)
 	key := k.Key
 
@@ -87,9 +88,9 @@ func TestExternalServerOAuth(t *testing.T) {
 		t.Errorf("nonsense state: %d", resp.StatusCode)
 	}
 
-	stored := func() *vfs.MCPServerOAuth {
+	stored := func() *mcpservers.MCPServerOAuth {
 		t.Helper()
-		r, err := store.List(ctx, &vfs.MCPServerListRequest{AccountID: a.ID, WithSecrets: true})
+		r, err := store.List(ctx, &mcpservers.MCPServerListRequest{AccountID: a.ID, WithSecrets: true})
 		must(t, err)
 		if len(r.Servers) != 1 || r.Servers[0].Secrets == nil || r.Servers[0].Secrets.OAuth == nil {
 			t.Fatalf("stored servers: %+v", r.Servers)
@@ -142,7 +143,7 @@ func TestExternalServerOAuth(t *testing.T) {
 		if refresh != "" {
 			o.RefreshToken = refresh
 		}
-		_, err := store.SetSecrets(ctx, &vfs.MCPServerSetSecretsRequest{AccountID: a.ID, Name: "body", Secrets: &vfs.MCPServerSecrets{OAuth: o}})
+		_, err := store.SetSecrets(ctx, &mcpservers.MCPServerSetSecretsRequest{AccountID: a.ID, Name: "body", Secrets: &mcpservers.MCPServerSecrets{OAuth: o}})
 		must(t, err)
 		// A change over the API makes the registry read the configuration again.
 		if code, body := apiJSON(t, http.MethodPatch, base+"/api/mcp-servers/body", key, map[string]any{"enabled": true}); code != http.StatusOK {

@@ -15,7 +15,7 @@ import (
 	"github.com/mirobody/mirobody-go/gateway"
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -48,10 +48,10 @@ func TestDataGatingEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const email = "gating@example.com"
-	accounts := vfs.NewAccounts(servicetest.Client(t, natsURL))
-	acct, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: email})
+	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+	acct, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: email})
 	must(t, err)
-	key, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: acct.ID, Name: "gating"})
+	key, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "gating"})
 	must(t, err)
 
 	anon, err := mcp.NewClient(&mcp.Implementation{Name: "anon", Version: "1"}, nil).

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 )
 
 // headerFlags collects repeated --header "Name: value" flags.
@@ -71,7 +71,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer closeFn()
-	a, err := findAccount(ctx, vfs.NewAccounts(c), *account)
+	a, err := findAccount(ctx, accounts.NewAccounts(c), *account)
 	if err != nil {
 		return fmt.Errorf("finding account %s: %w", *account, err)
 	}

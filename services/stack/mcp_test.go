@@ -19,7 +19,7 @@ import (
 	"github.com/mirobody/mirobody-go/gateway"
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -60,10 +60,10 @@ func startMCPStack(t *testing.T) *mcpStack {
 	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}),
 		agentsvc.New(agentsvc.Options{Config: cfg, Log: log}), gw)
 	ctx := context.Background()
-	accounts := vfs.NewAccounts(servicetest.Client(t, natsURL))
-	acct, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: "mcp-clients@example.com"})
+	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+	acct, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: "mcp-clients@example.com"})
 	must(t, err)
-	key, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: acct.ID, Name: "mcp clients"})
+	key, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "mcp clients"})
 	must(t, err)
 	return &mcpStack{URL: "http://" + gw.Addr() + "/mcp", Key: key.Key}
 }

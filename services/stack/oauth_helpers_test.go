@@ -21,7 +21,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -33,7 +33,7 @@ type oauthDev struct {
 	Email     string
 	Password  string
 	AccountID string
-	Accounts  *vfs.Accounts
+	Accounts  *accounts.Accounts
 	// Config is the stack's configuration once started.
 	Config *conf.Config
 }
@@ -75,9 +75,9 @@ func newOAuthAccount(t *testing.T, cfg *conf.Config, base string) *oauthDev {
 	nc, err := cliConn(cfg, "oauth-test", servicetest.Logger(t))
 	must(t, err)
 	t.Cleanup(nc.Close)
-	accounts := vfs.NewAccounts(wire.NewClient(wire.ClientOptions{Conn: nc}))
-	d := &oauthDev{Base: base, Email: "oauth-user@example.com", Password: "correct horse battery", Accounts: accounts, Config: cfg}
-	a, err := accounts.Create(context.Background(), &vfs.AccountCreateRequest{Email: d.Email, Password: d.Password})
+	accts := accounts.NewAccounts(wire.NewClient(wire.ClientOptions{Conn: nc}))
+	d := &oauthDev{Base: base, Email: "oauth-user@example.com", Password: "correct horse battery", Accounts: accts, Config: cfg}
+	a, err := accts.Create(context.Background(), &accounts.AccountCreateRequest{Email: d.Email, Password: d.Password})
 	must(t, err)
 	d.AccountID = a.ID
 	return d

@@ -16,7 +16,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/svc"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -111,12 +111,12 @@ func TestVFSOutageAndRecovery(t *testing.T) {
 			}
 
 			ctx := context.Background()
-			accounts := vfs.NewAccounts(servicetest.Client(t, natsURL))
-			acct, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: "outage-" + name + "@example.com"})
+			accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+			acct, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: "outage-" + name + "@example.com"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			key, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: acct.ID, Name: "test"})
+			key, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "test"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 )
 
 // apiKeyJSON is an entry of GET /api/keys (and the body of POST).
@@ -56,7 +56,7 @@ func createKey(t *testing.T, st *chatStack, token, body string) apiKeyJSON {
 	t.Helper()
 	code, b := apiDo(t, http.MethodPost, st.URL+"/api/keys", token, body)
 	var k apiKeyJSON
-	if code != http.StatusCreated || json.Unmarshal(b, &k) != nil || !strings.HasPrefix(k.Key, vfs.KeyPrefix) {
+	if code != http.StatusCreated || json.Unmarshal(b, &k) != nil || !strings.HasPrefix(k.Key, accounts.KeyPrefix) {
 		t.Fatalf("POST /api/keys %s: %d %s", body, code, b)
 	}
 	return k
@@ -72,7 +72,7 @@ func TestWebKeysAPI(t *testing.T) {
 
 	keys := listKeys(t, st, st.Key)
 	if len(keys) != 1 || !keys[0].Current || keys[0].Name != "chat" || !slices.Equal(keys[0].Scopes, []string{"mcp", "api"}) ||
-		!strings.HasPrefix(keys[0].Prefix, vfs.KeyPrefix) || keys[0].CreatedAt.IsZero() {
+		!strings.HasPrefix(keys[0].Prefix, accounts.KeyPrefix) || keys[0].CreatedAt.IsZero() {
 		t.Fatalf("keys %+v", keys)
 	}
 	mcpOnly := createKey(t, st, st.Key, `{"name":"laptop","scopes":["mcp"]}`)
@@ -84,9 +84,9 @@ func TestWebKeysAPI(t *testing.T) {
 	if k := createKey(t, st, apiOnly.Key, `{"name":"inherited"}`); !slices.Equal(k.Scopes, []string{"api"}) {
 		t.Fatalf("inherited scopes %v", k.Scopes)
 	}
-	other, err := vfs.NewAccounts(servicetest.Client(t, st.NATS)).Create(context.Background(), &vfs.AccountCreateRequest{Email: "other@example.com"})
+	other, err := accounts.NewAccounts(servicetest.Client(t, st.NATS)).Create(context.Background(), &accounts.AccountCreateRequest{Email: "other@example.com"})
 	must(t, err)
-	otherKey, err := vfs.NewAccounts(servicetest.Client(t, st.NATS)).CreateKey(context.Background(), &vfs.KeyCreateRequest{AccountID: other.ID, Name: "other"})
+	otherKey, err := accounts.NewAccounts(servicetest.Client(t, st.NATS)).CreateKey(context.Background(), &accounts.KeyCreateRequest{AccountID: other.ID, Name: "other"})
 	must(t, err)
 
 	cases := []struct {

@@ -17,7 +17,7 @@ import (
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/svc"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -102,10 +102,10 @@ func TestWebMCPServers(t *testing.T) {
 	t.Cleanup(func() { _ = registry.Stop(context.Background()) })
 	startGroup(t, gw)
 	base := "http://" + gw.Addr()
-	accounts := vfs.NewAccounts(servicetest.Client(t, natsURL))
-	acct, err := accounts.Create(t.Context(), &vfs.AccountCreateRequest{Email: "web-mcp@example.com"})
+	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+	acct, err := accts.Create(t.Context(), &accounts.AccountCreateRequest{Email: "web-mcp@example.com"})
 	must(t, err)
-	k, err := accounts.CreateKey(t.Context(), &vfs.KeyCreateRequest{AccountID: acct.ID, Name: "web"})
+	k, err := accts.CreateKey(t.Context(), &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "web"})
 	must(t, err)
 	key := k.Key
 

@@ -58,18 +58,6 @@ func NewClient(opts ClientOptions) *Client {
 // Conn returns the underlying NATS connection.
 func (c *Client) Conn() *nats.Conn { return c.nc }
 
-// Call sends req to subject and decodes the reply into a new Resp. The
-// context's deadline (or the client default) travels in the request headers,
-// together with the request id and W3C trace context. Every failure is an
-// *Error: no responders is unavailable, a timeout is deadline_exceeded.
-func Call[Req, Resp any](ctx context.Context, c *Client, subject string, req *Req) (*Resp, error) {
-	var resp Resp
-	if err := c.call(ctx, subject, req, &resp); err != nil {
-		return nil, err
-	}
-	return &resp, nil
-}
-
 func (c *Client) call(ctx context.Context, subject string, req, resp any) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc

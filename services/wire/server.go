@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,12 +58,6 @@ type Service struct {
 	metrics *Metrics
 	stats   *endpointStats
 	wg      sync.WaitGroup
-}
-
-// Group is a set of endpoints sharing the subject prefix <service>.<group>.
-type Group struct {
-	svc *Service
-	g   micro.Group
 }
 
 // PingResponse answers <service>.sys.ping.
@@ -122,11 +117,10 @@ func NewService(nc *nats.Conn, opts ServiceOptions) (*Service, error) {
 		metrics: opts.Metrics,
 		stats:   stats,
 	}
-	sys := s.Group("sys")
-	if err := Handle(sys, "ping", s.ping); err != nil {
+	if err := Serve(s, SysPing(s.name), s.ping); err != nil {
 		return nil, err
 	}
-	if err := Handle(sys, "info", s.info); err != nil {
+	if err := Serve(s, SysInfo(s.name), s.info); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -137,11 +131,6 @@ func (s *Service) Name() string { return s.name }
 
 // Micro returns the underlying micro service.
 func (s *Service) Micro() micro.Service { return s.micro }
-
-// Group returns the endpoint group <service>.<name>.
-func (s *Service) Group(name string) *Group {
-	return &Group{svc: s, g: s.micro.AddGroup(s.name + "." + name)}
-}
 
 func (s *Service) ping(context.Context, *Empty) (*PingResponse, error) {
 	return &PingResponse{Service: s.name, Version: s.version, ID: s.micro.Info().ID, Time: time.Now().UTC()}, nil
@@ -173,20 +162,36 @@ func (s *Service) Stop(ctx context.Context) error {
 }
 
 // Preencoded is implemented by a reply type that already holds its own JSON
-// encoding, typically cached across requests: Handle sends those bytes as
+// encoding, typically cached across requests: Serve sends those bytes as
 // they are, skipping json.Marshal (which would also re-validate them). The
 // bytes must be the valid JSON the caller decodes as its Resp type.
 type Preencoded interface {
 	PreencodedJSON() []byte
 }
 
-// Handle registers h as the endpoint <service>.<group>.<verb>. Each request
-// runs in its own goroutine with a context bounded by the caller's deadline
-// and carrying its request id and trace context. A returned *Error reaches
-// the caller as is; any other error is logged in full and reaches the caller
-// only as internal.
-func Handle[Req, Resp any](g *Group, verb string, h func(ctx context.Context, req *Req) (*Resp, error)) error {
-	s := g.svc
+// Serve registers h as the handler of endpoint e, whose subject must be
+// one of s's: <service>.<group…>.<verb>; the micro group and endpoint name
+// come from the subject. Each request runs in its own goroutine with a
+// context bounded by the caller's deadline and carrying its request id and
+// trace context. A returned *Error reaches the caller as is; any other
+// error is logged in full and reaches the caller only as internal.
+func Serve[Req, Resp any](s *Service, e Endpoint[Req, Resp], h func(ctx context.Context, req *Req) (*Resp, error)) error {
+	return addEndpoint(s, e.Subject, h)
+}
+
+// ServePreencoded is Serve for a handler whose reply is already encoded
+// (see Preencoded), typically cached across requests. Its bytes must be the
+// JSON of e's Resp: that is the one thing the compiler cannot check here.
+func ServePreencoded[Req, Resp any, P Preencoded](s *Service, e Endpoint[Req, Resp], h func(ctx context.Context, req *Req) (P, error)) error {
+	return addEndpoint(s, e.Subject, h)
+}
+
+// addEndpoint adds the endpoint subject, answered by h, to s.
+func addEndpoint[Req, R any](s *Service, subject string, h func(context.Context, *Req) (R, error)) error {
+	group, verb, ok := splitSubject(s.name, subject)
+	if !ok {
+		return fmt.Errorf("adding endpoint %s: the subject is not <%s>.<group>.<verb>", subject, s.name)
+	}
 	sem := make(chan struct{}, s.maxConc)
 	handler := micro.HandlerFunc(func(r micro.Request) {
 		sem <- struct{}{} // backpressure: the subscription stops reading while full
@@ -196,21 +201,32 @@ func Handle[Req, Resp any](g *Group, verb string, h func(ctx context.Context, re
 			serve(s, r, h)
 		}()
 	})
-	if err := g.g.AddEndpoint(verb, handler); err != nil {
-		return fmt.Errorf("adding endpoint %s.%s: %w", verb, s.name, err)
+	if err := s.micro.AddGroup(group).AddEndpoint(verb, handler); err != nil {
+		return fmt.Errorf("adding endpoint %s: %w", subject, err)
 	}
 	// Make sure the server has the subscription before the caller goes on
 	// to report ready: otherwise a request sent right after start can find
 	// no responders. While disconnected, it is sent on reconnect anyway.
 	if s.nc.IsConnected() {
 		if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
-			return fmt.Errorf("confirming endpoint %s.%s: %w", verb, s.name, err)
+			return fmt.Errorf("confirming endpoint %s: %w", subject, err)
 		}
 	}
 	return nil
 }
 
-func serve[Req, Resp any](s *Service, r micro.Request, h func(context.Context, *Req) (*Resp, error)) {
+// splitSubject cuts subject, one of service's, into its micro group
+// (<service>.<group…>) and verb.
+func splitSubject(service, subject string) (group, verb string, ok bool) {
+	rest, ok := strings.CutPrefix(subject, service+".")
+	i := strings.LastIndexByte(rest, '.')
+	if !ok || i <= 0 || i == len(rest)-1 || strings.ContainsAny(subject, "*> ") {
+		return "", "", false
+	}
+	return service + "." + rest[:i], rest[i+1:], true
+}
+
+func serve[Req, R any](s *Service, r micro.Request, h func(context.Context, *Req) (R, error)) {
 	hdr := nats.Header(r.Headers())
 	ctx := extract(context.Background(), s.prop, hdr)
 	deadline, ok := deadlineOf(hdr)
@@ -237,7 +253,7 @@ func serve[Req, Resp any](s *Service, r micro.Request, h func(context.Context, *
 }
 
 // handle runs h on r and returns the encoded reply, or the error to answer.
-func handle[Req, Resp any](ctx context.Context, s *Service, r micro.Request, h func(context.Context, *Req) (*Resp, error)) ([]byte, *Error) {
+func handle[Req, R any](ctx context.Context, s *Service, r micro.Request, h func(context.Context, *Req) (R, error)) ([]byte, *Error) {
 	resp, err := invoke(ctx, r, h)
 	if err != nil {
 		return nil, s.toWire(ctx, r.Subject(), err)
@@ -295,7 +311,7 @@ func (s *Service) publish(ctx context.Context, r micro.Request, msg *nats.Msg) {
 	}
 }
 
-func invoke[Req, Resp any](ctx context.Context, r micro.Request, h func(context.Context, *Req) (*Resp, error)) (resp *Resp, err error) {
+func invoke[Req, R any](ctx context.Context, r micro.Request, h func(context.Context, *Req) (R, error)) (resp R, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("handler panic: %v\n%s", p, debug.Stack())
@@ -304,7 +320,7 @@ func invoke[Req, Resp any](ctx context.Context, r micro.Request, h func(context.
 	var req Req
 	if data := r.Data(); len(data) > 0 {
 		if err := json.Unmarshal(data, &req); err != nil {
-			return nil, Errorf(InvalidArgument, "decoding request: %v", err)
+			return resp, Errorf(InvalidArgument, "decoding request: %v", err)
 		}
 	}
 	return h(ctx, &req)

@@ -34,12 +34,12 @@ func TestStats(t *testing.T) {
 		{echoReq{Text: "ghost", Fail: "not_found"}, wire.NotFound},
 	}
 	for _, r := range requests {
-		_, err := wire.Call[echoReq, echoResp](ctx, c, "echo.test.echo", &r.req)
+		_, err := echo.Call(ctx, c, &r.req)
 		if wire.CodeOf(err) != r.wantCode {
 			t.Fatalf("echo %+v: %v, want code %q", r.req, err, r.wantCode)
 		}
 	}
-	if _, err := wire.Call[wire.Empty, wire.PingResponse](ctx, c, "echo.sys.ping", &wire.Empty{}); err != nil {
+	if _, err := wire.SysPing("echo").Call(ctx, c, &wire.Empty{}); err != nil {
 		t.Fatal(err)
 	}
 

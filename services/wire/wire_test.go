@@ -21,6 +21,9 @@ type echoReq struct {
 	Repeat int `json:"repeat,omitempty"`
 }
 
+// echo is the test service's endpoint.
+var echo = wire.Endpoint[echoReq, echoResp]{Subject: "echo.test.echo"}
+
 type echoResp struct {
 	Text        string `json:"text"`
 	RequestID   string `json:"request_id"`
@@ -35,8 +38,7 @@ func startEcho(t *testing.T, url string, started chan<- struct{}, release <-chan
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Stop(context.Background()) })
-	g := s.Group("test")
-	err = wire.Handle(g, "echo", func(ctx context.Context, req *echoReq) (*echoResp, error) {
+	err = wire.Serve(s, echo, func(ctx context.Context, req *echoReq) (*echoResp, error) {
 		switch req.Fail {
 		case "not_found":
 			return nil, wire.Errorf(wire.NotFound, "no such thing %q", req.Text)
@@ -105,7 +107,7 @@ func TestCall(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tt.timeout)
 				defer cancel()
 			}
-			resp, err := wire.Call[echoReq, echoResp](ctx, c, "echo.test.echo", &tt.req)
+			resp, err := echo.Call(ctx, c, &tt.req)
 			if got := wire.CodeOf(err); got != tt.wantCode {
 				t.Fatalf("code = %q, want %q (err %v)", got, tt.wantCode, err)
 			}
@@ -120,7 +122,7 @@ func TestNoRespondersIsUnavailable(t *testing.T) {
 	url := servicetest.NATS(t)
 	c := servicetest.Client(t, url)
 	t0 := time.Now()
-	_, err := wire.Call[wire.Empty, wire.PingResponse](context.Background(), c, "nobody.sys.ping", &wire.Empty{})
+	_, err := wire.SysPing("nobody").Call(context.Background(), c, &wire.Empty{})
 	if wire.CodeOf(err) != wire.Unavailable {
 		t.Fatalf("code = %q, want unavailable (%v)", wire.CodeOf(err), err)
 	}
@@ -154,7 +156,7 @@ func TestTooLarge(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t0 := time.Now()
-			_, err := wire.Call[echoReq, echoResp](context.Background(), c, "echo.test.echo", &tt.req)
+			_, err := echo.Call(context.Background(), c, &tt.req)
 			if d := time.Since(t0); d > 5*time.Second {
 				t.Errorf("took %s, want at once", d)
 			}
@@ -175,7 +177,7 @@ func TestTooLarge(t *testing.T) {
 		t.Errorf("publish: %v, want too_large", err)
 	}
 	// The service still answers.
-	if _, err := wire.Call[echoReq, echoResp](context.Background(), c, "echo.test.echo", &echoReq{Text: "ok"}); err != nil {
+	if _, err := echo.Call(context.Background(), c, &echoReq{Text: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -184,11 +186,11 @@ func TestPingInfo(t *testing.T) {
 	url := servicetest.NATS(t)
 	startEcho(t, url, nil, nil)
 	c := servicetest.Client(t, url)
-	p, err := wire.Call[wire.Empty, wire.PingResponse](context.Background(), c, "echo.sys.ping", &wire.Empty{})
+	p, err := wire.SysPing("echo").Call(context.Background(), c, &wire.Empty{})
 	if err != nil || p.Service != "echo" || p.Version != "0.1.0" {
 		t.Fatalf("ping = %+v, %v", p, err)
 	}
-	inf, err := wire.Call[wire.Empty, wire.InfoResponse](context.Background(), c, "echo.sys.info", &wire.Empty{})
+	inf, err := wire.SysInfo("echo").Call(context.Background(), c, &wire.Empty{})
 	if err != nil || len(inf.Endpoints) != 3 {
 		t.Fatalf("info = %+v, %v", inf, err)
 	}
@@ -205,11 +207,11 @@ func TestConcurrencyAndDrain(t *testing.T) {
 	var blockedErr error
 	go func() {
 		defer wg.Done()
-		_, blockedErr = wire.Call[echoReq, echoResp](context.Background(), c, "echo.test.echo", &echoReq{Fail: "block"})
+		_, blockedErr = echo.Call(context.Background(), c, &echoReq{Fail: "block"})
 	}()
 	<-started
 	// A second request is served while the first is blocked.
-	if _, err := wire.Call[echoReq, echoResp](context.Background(), c, "echo.test.echo", &echoReq{Text: "b"}); err != nil {
+	if _, err := echo.Call(context.Background(), c, &echoReq{Text: "b"}); err != nil {
 		t.Fatalf("concurrent call: %v", err)
 	}
 	stopped := make(chan error)
@@ -243,11 +245,12 @@ func TestPreencodedReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	preGet := wire.Endpoint[wire.Empty, echoResp]{Subject: "pre.test.get"}
 	reply := &cachedReply{body: []byte(`{"text":"from cache","request_id":"r1"}`)}
-	if err := wire.Handle(s.Group("test"), "get", func(context.Context, *wire.Empty) (*cachedReply, error) { return reply, nil }); err != nil {
+	if err := wire.ServePreencoded(s, preGet, func(context.Context, *wire.Empty) (*cachedReply, error) { return reply, nil }); err != nil {
 		t.Fatal(err)
 	}
-	got, err := wire.Call[wire.Empty, echoResp](context.Background(), servicetest.Client(t, url), "pre.test.get", &wire.Empty{})
+	got, err := preGet.Call(context.Background(), servicetest.Client(t, url), &wire.Empty{})
 	if err != nil || got.Text != "from cache" || got.RequestID != "r1" {
 		t.Fatalf("got %+v, %v", got, err)
 	}
@@ -266,7 +269,7 @@ func TestConcurrentErrorReplies(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := wire.Call[echoReq, echoResp](context.Background(), c, "echo.test.echo", &echoReq{Fail: "not_found"})
+			_, err := echo.Call(context.Background(), c, &echoReq{Fail: "not_found"})
 			if wire.CodeOf(err) != wire.NotFound {
 				t.Errorf("code = %q, want not_found", wire.CodeOf(err))
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/services/agent"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -69,7 +69,7 @@ func (r *run) evict(ctx context.Context, tc llm.ToolCall, res result) result {
 		id = fmt.Sprintf("%s-%d", tc.Name, time.Now().UnixNano())
 	}
 	path := LargeResultsDir + safeName(id)
-	if _, err := r.a.opts.FS.Write(ctx, &vfs.WriteRequest{Scope: r.scope(), Path: path, Content: res.content, Overwrite: true}); err != nil {
+	if _, err := r.a.opts.FS.Write(ctx, &files.WriteRequest{Scope: r.scope(), Path: path, Content: res.content, Overwrite: true}); err != nil {
 		// Without the file, a cut result is the honest fallback.
 		r.a.log.Warn("evicting a large tool result failed", "tool", tc.Name, "err", err)
 		res.content = cutRunes(res.content, r.a.opts.EvictChars, true) + "\n[result truncated]"
@@ -184,7 +184,7 @@ func (r *run) maybeSummarize(ctx context.Context, defs []llm.Tool) error {
 func (r *run) appendTranscript(ctx context.Context, msgs []llm.Message) error {
 	var prev string
 	var version int64
-	resp, err := r.a.opts.FS.Read(ctx, &vfs.ReadRequest{Scope: r.scope(), Path: TranscriptPath, Bytes: true, Limit: vfs.MaxReadBytes})
+	resp, err := r.a.opts.FS.Read(ctx, &files.ReadRequest{Scope: r.scope(), Path: TranscriptPath, Bytes: true, Limit: files.MaxReadBytes})
 	switch {
 	case err == nil:
 		prev, version = resp.Content, resp.Version
@@ -199,7 +199,7 @@ func (r *run) appendTranscript(ctx context.Context, msgs []llm.Message) error {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	if _, err := r.a.opts.FS.Write(ctx, &vfs.WriteRequest{Scope: r.scope(), Path: TranscriptPath, Content: b.String(), Overwrite: true, ExpectedVersion: version}); err != nil {
+	if _, err := r.a.opts.FS.Write(ctx, &files.WriteRequest{Scope: r.scope(), Path: TranscriptPath, Content: b.String(), Overwrite: true, ExpectedVersion: version}); err != nil {
 		return fmt.Errorf("writing the transcript: %w", err)
 	}
 	return nil

@@ -20,7 +20,7 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 )
 
 // Subagent is a configured `task` subagent.
@@ -33,7 +33,7 @@ type Subagent struct {
 // Options configures the agent; one Agent serves every turn.
 type Options struct {
 	Registry *registry.Client
-	FS       *vfs.FS
+	FS       *files.FS
 	REPL     *jsrepl.Store
 	// Prompt renders the system prompt from PromptData.
 	Prompt *template.Template

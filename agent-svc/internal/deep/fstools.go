@@ -7,17 +7,14 @@ import (
 	"strings"
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 )
-
-// defaultReadLines is read_file's page size when the model gives no limit.
-const defaultReadLines = 2000
 
 // maxLineChars clips very long lines in read_file output.
 const maxLineChars = 2000
 
-func (r *run) scope() vfs.Scope {
-	return vfs.Scope{AccountID: r.turn.AccountID, SessionID: r.turn.SessionID}
+func (r *run) scope() files.Scope {
+	return files.Scope{AccountID: r.turn.AccountID, SessionID: r.turn.SessionID}
 }
 
 func decode(args json.RawMessage, v any) error { return json.Unmarshal(args, v) }
@@ -36,7 +33,7 @@ func fsTools() []*tool {
 				if in.Path == "" {
 					in.Path = "/"
 				}
-				resp, err := r.a.opts.FS.Ls(ctx, &vfs.LsRequest{Scope: r.scope(), Path: in.Path})
+				resp, err := r.a.opts.FS.Ls(ctx, &files.LsRequest{Scope: r.scope(), Path: in.Path})
 				if err != nil {
 					return wireResult(err)
 				}
@@ -66,9 +63,9 @@ func fsTools() []*tool {
 					return errResult("invalid_argument", "read_file takes {file_path, offset?, limit?}")
 				}
 				if in.Limit <= 0 {
-					in.Limit = defaultReadLines
+					in.Limit = files.DefaultReadLines
 				}
-				resp, err := r.a.opts.FS.Read(ctx, &vfs.ReadRequest{Scope: r.scope(), Path: in.FilePath, Offset: in.Offset, Limit: in.Limit})
+				resp, err := r.a.opts.FS.Read(ctx, &files.ReadRequest{Scope: r.scope(), Path: in.FilePath, Offset: in.Offset, Limit: in.Limit})
 				if err != nil {
 					return wireResult(err)
 				}
@@ -91,7 +88,7 @@ func fsTools() []*tool {
 				if err := decode(args, &in); err != nil || in.FilePath == "" {
 					return errResult("invalid_argument", "write_file takes {file_path, content}")
 				}
-				fi, err := r.a.opts.FS.Write(ctx, &vfs.WriteRequest{Scope: r.scope(), Path: in.FilePath, Content: in.Content, Overwrite: true})
+				fi, err := r.a.opts.FS.Write(ctx, &files.WriteRequest{Scope: r.scope(), Path: in.FilePath, Content: in.Content, Overwrite: true})
 				if err != nil {
 					return wireResult(err)
 				}
@@ -110,7 +107,7 @@ func fsTools() []*tool {
 				if err := decode(args, &in); err != nil || in.FilePath == "" || in.Old == "" {
 					return errResult("invalid_argument", "edit_file takes {file_path, old_string, new_string, replace_all?}")
 				}
-				resp, err := r.a.opts.FS.Edit(ctx, &vfs.EditRequest{Scope: r.scope(), Path: in.FilePath, Old: in.Old, New: in.New, ReplaceAll: in.ReplaceAll})
+				resp, err := r.a.opts.FS.Edit(ctx, &files.EditRequest{Scope: r.scope(), Path: in.FilePath, Old: in.Old, New: in.New, ReplaceAll: in.ReplaceAll})
 				if err != nil {
 					return wireResult(err)
 				}
@@ -123,7 +120,7 @@ func fsTools() []*tool {
 				if err := decode(args, &in); err != nil || in.Pattern == "" {
 					return errResult("invalid_argument", "glob takes {pattern, path?}")
 				}
-				resp, err := r.a.opts.FS.Glob(ctx, &vfs.GlobRequest{Scope: r.scope(), Pattern: in.Pattern, Path: in.Path})
+				resp, err := r.a.opts.FS.Glob(ctx, &files.GlobRequest{Scope: r.scope(), Pattern: in.Pattern, Path: in.Path})
 				if err != nil {
 					return wireResult(err)
 				}
@@ -149,7 +146,7 @@ func fsTools() []*tool {
 				if err := decode(args, &in); err != nil || in.Pattern == "" {
 					return errResult("invalid_argument", "grep takes {pattern, path?, literal?, ignore_case?, output_mode?}")
 				}
-				resp, err := r.a.opts.FS.Grep(ctx, &vfs.GrepRequest{Scope: r.scope(), Pattern: in.Pattern, Path: in.Path, Literal: in.Literal, IgnoreCase: in.IgnoreCase, Mode: in.Mode})
+				resp, err := r.a.opts.FS.Grep(ctx, &files.GrepRequest{Scope: r.scope(), Pattern: in.Pattern, Path: in.Path, Literal: in.Literal, IgnoreCase: in.IgnoreCase, Mode: in.Mode})
 				if err != nil {
 					return wireResult(err)
 				}
@@ -158,7 +155,7 @@ func fsTools() []*tool {
 					b.WriteString(f + "\n")
 				}
 				for _, m := range resp.Matches {
-					if in.Mode == vfs.GrepCount {
+					if in.Mode == files.GrepCount {
 						fmt.Fprintf(&b, "%s: %d\n", m.Path, m.Count)
 					} else {
 						fmt.Fprintf(&b, "%s:%d: %s\n", m.Path, m.Line, m.Text)

@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mirobody/mirobody-go/services/agent"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -44,7 +44,7 @@ type TokenVerifier interface {
 
 // KeyVerifier checks an API key's hash with the account store (vfs-svc).
 type KeyVerifier interface {
-	VerifyKey(ctx context.Context, req *vfs.KeyVerifyRequest) (*vfs.KeyVerifyResponse, error)
+	VerifyKey(ctx context.Context, req *accounts.KeyVerifyRequest) (*accounts.KeyVerifyResponse, error)
 }
 
 // Options configures an Authenticator.
@@ -108,19 +108,19 @@ func (a *Authenticator) verify(ctx context.Context, token string) (p *Principal,
 		}
 		a.verified.WithLabelValues(kind, result).Inc()
 	}()
-	if strings.Count(token, ".") == 2 && !strings.HasPrefix(token, vfs.KeyPrefix) {
+	if strings.Count(token, ".") == 2 && !strings.HasPrefix(token, accounts.KeyPrefix) {
 		kind = "jwt"
 		return a.opts.Tokens.Verify(ctx, token)
 	}
-	if !strings.HasPrefix(token, vfs.KeyPrefix) {
+	if !strings.HasPrefix(token, accounts.KeyPrefix) {
 		return nil, wire.Errorf(wire.Unauthenticated, "invalid token")
 	}
 	kind = "key"
-	hash := vfs.HashKey(token)
+	hash := accounts.HashKey(token)
 	if p, ok := a.keys.get(hash); ok {
 		return p, nil
 	}
-	r, err := a.opts.Keys.VerifyKey(ctx, &vfs.KeyVerifyRequest{Hash: hash})
+	r, err := a.opts.Keys.VerifyKey(ctx, &accounts.KeyVerifyRequest{Hash: hash})
 	if err != nil {
 		return nil, err
 	}

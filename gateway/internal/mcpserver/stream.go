@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,7 +13,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/gateway/internal/authn"
 	"github.com/mirobody/mirobody-go/services/registry"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 )
 
 // sseWriter writes Server-Sent Events; send may be called from several
@@ -81,29 +80,29 @@ type listener struct {
 // newHub subscribes to the change events on nc.
 func newHub(nc *nats.Conn) (*hub, error) {
 	h := &hub{listeners: map[*listener]struct{}{}, done: make(chan struct{})}
-	sub, err := nc.Subscribe(registry.EventChanged, func(*nats.Msg) { h.notify("") })
+	sub, err := nc.Subscribe(registry.Changed.Subject, func(*nats.Msg) { h.notify("") })
 	if err != nil {
-		return nil, fmt.Errorf("subscribing to %s: %w", registry.EventChanged, err)
+		return nil, fmt.Errorf("subscribing to %s: %w", registry.Changed.Subject, err)
 	}
 	h.subs = append(h.subs, sub)
-	sub, err = nc.Subscribe(vfs.EventDataChangedPrefix+"*", func(msg *nats.Msg) {
-		if acct := strings.TrimPrefix(msg.Subject, vfs.EventDataChangedPrefix); acct != "" {
+	sub, err = nc.Subscribe(userdata.DataChanged.Subject, func(msg *nats.Msg) {
+		if acct := userdata.DataChanged.Token(msg.Subject); acct != "" {
 			h.notify(acct)
 		}
 	})
 	if err != nil {
 		h.close()
-		return nil, fmt.Errorf("subscribing to %s*: %w", vfs.EventDataChangedPrefix, err)
+		return nil, fmt.Errorf("subscribing to %s: %w", userdata.DataChanged.Subject, err)
 	}
 	h.subs = append(h.subs, sub)
-	sub, err = nc.Subscribe(registry.EventAccountChangedPrefix+"*", func(msg *nats.Msg) {
-		if acct := strings.TrimPrefix(msg.Subject, registry.EventAccountChangedPrefix); acct != "" {
+	sub, err = nc.Subscribe(registry.AccountChanged.Subject, func(msg *nats.Msg) {
+		if acct := registry.AccountChanged.Token(msg.Subject); acct != "" {
 			h.notify(acct)
 		}
 	})
 	if err != nil {
 		h.close()
-		return nil, fmt.Errorf("subscribing to %s*: %w", registry.EventAccountChangedPrefix, err)
+		return nil, fmt.Errorf("subscribing to %s: %w", registry.AccountChanged.Subject, err)
 	}
 	h.subs = append(h.subs, sub)
 	return h, nil

@@ -12,7 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mirobody/mirobody-go/gateway/internal/authn"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -201,7 +201,7 @@ func (o *Server) login(c echo.Context) error {
 		c.Response().Header().Set("Retry-After", authn.RetryAfter(wait))
 		return o.loginPage(c, http.StatusTooManyRequests, ar, email, "Too many attempts; wait a minute and try again.")
 	}
-	acct, err := o.accounts.Login(c.Request().Context(), &vfs.AccountLoginRequest{Email: email, Password: c.FormValue("password")})
+	acct, err := o.accounts.Login(c.Request().Context(), &accounts.AccountLoginRequest{Email: email, Password: c.FormValue("password")})
 	if wire.IsCode(err, wire.Unauthenticated) {
 		return o.loginPage(c, http.StatusUnauthorized, ar, email, "Wrong email or password.")
 	}
@@ -236,7 +236,7 @@ func (o *Server) consent(c echo.Context) error {
 		return err
 	}
 	code := base64.RawURLEncoding.EncodeToString(raw)
-	if _, err := o.store.CreateCode(c.Request().Context(), &vfs.OAuthCode{Hash: vfs.HashKey(code), ClientID: ar.ClientID,
+	if _, err := o.store.CreateCode(c.Request().Context(), &accounts.OAuthCode{Hash: accounts.HashKey(code), ClientID: ar.ClientID,
 		AccountID: sess.AccountID, RedirectURI: ar.RedirectURI, Scope: ar.Scope, Resource: ar.Resource,
 		Challenge: ar.Challenge, Expires: o.now().Add(codeTTL)}); err != nil {
 		return err

@@ -20,7 +20,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/gateway/internal/authn"
 	"github.com/mirobody/mirobody-go/services/ssrf"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -49,7 +49,7 @@ var errUnknownClient = errors.New("unknown client")
 // Metadata Documents (draft-ietf-oauth-client-id-metadata-document) fetched
 // from the https URL that is their client_id, under an SSRF guard.
 type clientResolver struct {
-	store        *vfs.OAuth
+	store        *accounts.OAuth
 	http         *http.Client
 	allowPrivate bool
 	log          *slog.Logger
@@ -66,7 +66,7 @@ type cachedClient struct {
 
 // newClientResolver returns a resolver; allowPrivate lets documents live on
 // private and loopback addresses, over plain http too (tests, local use).
-func newClientResolver(store *vfs.OAuth, allowPrivate bool, log *slog.Logger) *clientResolver {
+func newClientResolver(store *accounts.OAuth, allowPrivate bool, log *slog.Logger) *clientResolver {
 	// The guard checks the address actually dialed, after DNS, so a name
 	// that resolves (or rebinds) to a private address is caught.
 	guard := &ssrf.Guard{AllowPrivate: allowPrivate}
@@ -96,7 +96,7 @@ func (r *clientResolver) resolve(ctx context.Context, id string) (*oauthClient, 
 		return nil, errUnknownClient
 	}
 	if !isDocumentID(id) {
-		c, err := r.store.GetClient(ctx, &vfs.OAuthClientGetRequest{ID: id})
+		c, err := r.store.GetClient(ctx, &accounts.OAuthClientGetRequest{ID: id})
 		if wire.IsCode(err, wire.NotFound) {
 			return nil, errUnknownClient
 		}
@@ -272,7 +272,7 @@ func (o *Server) register(c echo.Context) error {
 	if len(name) > 200 {
 		return oauthFail(c, http.StatusBadRequest, "invalid_client_metadata", "client_name is longer than 200 bytes")
 	}
-	cl, err := o.store.RegisterClient(c.Request().Context(), &vfs.OAuthClient{Name: name, RedirectURIs: req.RedirectURIs})
+	cl, err := o.store.RegisterClient(c.Request().Context(), &accounts.OAuthClient{Name: name, RedirectURIs: req.RedirectURIs})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mirobody/mirobody-go/services/seal"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 )
 
 // Signing key lifecycle. A key signs for keyRotateEvery, then stays in the
@@ -34,7 +34,7 @@ const (
 // replica signs with the newest; without one (no SECRET_KEY) a key is made
 // in memory, valid on this replica until it restarts.
 type signingKeys struct {
-	store *vfs.OAuth
+	store *accounts.OAuth
 	box   *seal.Box
 	log   *slog.Logger
 	now   func() time.Time
@@ -55,7 +55,7 @@ type privateKey struct {
 }
 
 // newSigningKeys returns the key set; secret "" means memory only.
-func newSigningKeys(store *vfs.OAuth, secret string, log *slog.Logger) (*signingKeys, error) {
+func newSigningKeys(store *accounts.OAuth, secret string, log *slog.Logger) (*signingKeys, error) {
 	k := &signingKeys{log: log, now: time.Now, public: map[string]ed25519.PublicKey{}}
 	if secret == "" {
 		return k, nil
@@ -109,8 +109,8 @@ func (k *signingKeys) rotateLocked(ctx context.Context, force bool) error {
 		return nil
 	}
 	sealed := k.box.Seal(priv.Seed(), []byte(kid))
-	resp, err := k.store.RotateKeys(ctx, &vfs.SigningKeyRotateRequest{
-		Candidate: vfs.SigningKey{ID: kid, Alg: "EdDSA", Public: pub, SealedPrivate: sealed},
+	resp, err := k.store.RotateKeys(ctx, &accounts.SigningKeyRotateRequest{
+		Candidate: accounts.SigningKey{ID: kid, Alg: "EdDSA", Public: pub, SealedPrivate: sealed},
 		MaxAgeS:   int(keyRotateEvery.Seconds()), DropAfterS: int(keyDropAfter.Seconds()), Force: force})
 	if err != nil {
 		return fmt.Errorf("storing the signing key: %w", err)
@@ -126,7 +126,7 @@ func (k *signingKeys) rotateLocked(ctx context.Context, force bool) error {
 var errUnsealable = errors.New("the signing key cannot be opened with this SECRET_KEY")
 
 // adoptLocked replaces the key set by keys (newest first) from the store.
-func (k *signingKeys) adoptLocked(keys []vfs.SigningKey) error {
+func (k *signingKeys) adoptLocked(keys []accounts.SigningKey) error {
 	public := map[string]ed25519.PublicKey{}
 	var order []string
 	for _, sk := range keys {
@@ -175,7 +175,7 @@ func (k *signingKeys) publicKey(ctx context.Context, kid string) (ed25519.Public
 var errUnknownKey = errors.New("unknown signing key")
 
 func (k *signingKeys) reloadLocked(ctx context.Context) error {
-	resp, err := k.store.ListKeys(ctx, &vfs.SigningKeyListRequest{})
+	resp, err := k.store.ListKeys(ctx, &accounts.SigningKeyListRequest{})
 	if err != nil {
 		k.loaded = k.now() // a failing store is asked again after keyRecheck only
 		return fmt.Errorf("listing signing keys: %w", err)

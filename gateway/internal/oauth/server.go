@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/mirobody/mirobody-go/gateway/internal/authn"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -51,8 +51,8 @@ type tokenRevoked struct {
 // refresh tokens and signing keys live in vfs-svc, and the pages carry
 // their request sealed.
 type Server struct {
-	store    *vfs.OAuth
-	accounts *vfs.Accounts
+	store    *accounts.OAuth
+	accounts *accounts.Accounts
 	bus      *wire.Client
 	tokens   *Tokens
 	box      *box
@@ -90,7 +90,7 @@ type Options struct {
 // to token revocations, once the NATS node is up.
 func New(opts Options) (*Server, error) {
 	log := opts.Log
-	store := vfs.NewOAuth(opts.Bus)
+	store := accounts.NewOAuth(opts.Bus)
 	keys, err := newSigningKeys(store, opts.SecretKey, log)
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("subscribing to %s: %w", subjectTokenRevoked, err)
 	}
 	return &Server{
-		store: store, accounts: vfs.NewAccounts(opts.Bus), bus: opts.Bus, tokens: tokens, box: b,
+		store: store, accounts: accounts.NewAccounts(opts.Bus), bus: opts.Bus, tokens: tokens, box: b,
 		clients: newClientResolver(store, opts.AllowPrivateClients, log),
 		limits:  authn.NewLimits(authn.LimitsOptions{PerAccount: opts.PerAccount, PerIP: opts.PerIP}),
 		issuer:  tokens.issuer, secure: strings.HasPrefix(opts.PublicURL, "https://"),

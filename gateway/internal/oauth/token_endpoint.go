@@ -12,7 +12,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -69,7 +69,7 @@ func (o *Server) codeGrant(c echo.Context) error {
 	}
 	// The code is spent by this first use whatever follows: a failed
 	// attempt cannot be retried with another verifier.
-	grant, err := o.store.ConsumeCode(ctx, &vfs.OAuthCodeConsumeRequest{Hash: vfs.HashKey(code)})
+	grant, err := o.store.ConsumeCode(ctx, &accounts.OAuthCodeConsumeRequest{Hash: accounts.HashKey(code)})
 	if wire.IsCode(err, wire.Unauthenticated) {
 		return oauthFail(c, http.StatusBadRequest, "invalid_grant", "the authorization code is invalid, expired or already used")
 	}
@@ -95,7 +95,7 @@ func (o *Server) codeGrant(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := o.store.CreateRefresh(ctx, &vfs.OAuthRefresh{Hash: vfs.HashKey(refresh), Family: grant.Family, ClientID: client,
+	if _, err := o.store.CreateRefresh(ctx, &accounts.OAuthRefresh{Hash: accounts.HashKey(refresh), Family: grant.Family, ClientID: client,
 		AccountID: grant.AccountID, Scope: grant.Scope, Resource: grant.Resource, Expires: o.now().Add(refreshTTL)}); err != nil {
 		if wire.IsCode(err, wire.FailedPrecondition) {
 			return oauthFail(c, http.StatusBadRequest, "invalid_grant", "the account is disabled")
@@ -127,8 +127,8 @@ func (o *Server) refreshGrant(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	grant, err := o.store.RotateRefresh(c.Request().Context(), &vfs.OAuthRefreshRotateRequest{Hash: vfs.HashKey(old), ClientID: client,
-		Next: vfs.OAuthRefresh{Hash: vfs.HashKey(next), Scope: scope, Expires: o.now().Add(refreshTTL)}})
+	grant, err := o.store.RotateRefresh(c.Request().Context(), &accounts.OAuthRefreshRotateRequest{Hash: accounts.HashKey(old), ClientID: client,
+		Next: accounts.OAuthRefresh{Hash: accounts.HashKey(next), Scope: scope, Expires: o.now().Add(refreshTTL)}})
 	switch {
 	case wire.IsCode(err, wire.Unauthenticated), wire.IsCode(err, wire.FailedPrecondition):
 		return oauthFail(c, http.StatusBadRequest, "invalid_grant", "the refresh token is invalid, expired or revoked")
@@ -177,7 +177,7 @@ func (o *Server) revoke(c echo.Context) error {
 		return oauthFail(c, http.StatusBadRequest, "invalid_request", "token is required")
 	}
 	if strings.HasPrefix(tok, refreshPrefix) {
-		if _, err := o.store.RevokeRefresh(ctx, &vfs.OAuthRefreshRevokeRequest{Hash: vfs.HashKey(tok), ClientID: clientID(c)}); err != nil {
+		if _, err := o.store.RevokeRefresh(ctx, &accounts.OAuthRefreshRevokeRequest{Hash: accounts.HashKey(tok), ClientID: clientID(c)}); err != nil {
 			return err
 		}
 		return c.NoContent(http.StatusOK)
@@ -198,7 +198,7 @@ func (o *Server) revoke(c echo.Context) error {
 		return err
 	}
 	if claims.Grant != "" {
-		if _, err := o.store.RevokeRefresh(ctx, &vfs.OAuthRefreshRevokeRequest{Family: claims.Grant}); err != nil {
+		if _, err := o.store.RevokeRefresh(ctx, &accounts.OAuthRefreshRevokeRequest{Family: claims.Grant}); err != nil {
 			return err
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -19,7 +19,7 @@ func TestHealthRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.AccountID != "acct" || req.Mode != vfs.HealthStats || req.Bucket != vfs.BucketWeek || req.Limit != 5 {
+	if req.AccountID != "acct" || req.Mode != userdata.HealthStats || req.Bucket != userdata.BucketWeek || req.Limit != 5 {
 		t.Errorf("request = %+v", req)
 	}
 	if !req.Start.Equal(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) || !req.End.Equal(time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC).Add(-time.Nanosecond)) {
@@ -41,19 +41,19 @@ func TestHealthRequest(t *testing.T) {
 		t.Errorf("bad time: %v", err)
 	}
 	req, _, _ = healthRequest("acct", &healthArgs{EndTime: "2026-01-31T10:00:00Z"})
-	if req.Mode != vfs.HealthCatalog || !req.End.Equal(time.Date(2026, 1, 31, 10, 0, 0, 0, time.UTC)) {
+	if req.Mode != userdata.HealthCatalog || !req.End.Equal(time.Date(2026, 1, 31, 10, 0, 0, 0, time.UTC)) {
 		t.Errorf("defaults = %+v", req)
 	}
 }
 
 func TestHealthResult(t *testing.T) {
-	q := &vfs.HealthQueryRequest{Mode: vfs.HealthCatalog}
-	got := healthResult(q, nil, nil, &vfs.HealthQueryResponse{Catalog: []vfs.HealthCatalogEntry{{Indicator: "HbA1c", Unit: "%", Count: 2}}})
+	q := &userdata.HealthQueryRequest{Mode: userdata.HealthCatalog}
+	got := healthResult(q, nil, nil, &userdata.HealthQueryResponse{Catalog: []userdata.HealthCatalogEntry{{Indicator: "HbA1c", Unit: "%", Count: 2}}})
 	b, _ := json.Marshal(got)
 	if !strings.Contains(string(b), `"canonical":"Hemoglobin A1c","loinc":"4548-4"`) || strings.Contains(string(b), "note") {
 		t.Errorf("catalog = %s", b)
 	}
-	got = healthResult(&vfs.HealthQueryRequest{Mode: vfs.HealthRows}, []string{"LDL"}, nil, &vfs.HealthQueryResponse{})
+	got = healthResult(&userdata.HealthQueryRequest{Mode: userdata.HealthRows}, []string{"LDL"}, nil, &userdata.HealthQueryResponse{})
 	b, _ = json.Marshal(got)
 	if string(b) != `{"mode":"rows","note":"No measurements for LDL in this range. Call with mode=catalog to see which indicators exist.","rows":[]}` {
 		t.Errorf("empty rows = %s", b)

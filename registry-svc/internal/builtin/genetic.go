@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -31,7 +31,7 @@ func GetGeneticData() *Tool {
 			`"offset":{"type":"integer","minimum":0,"default":0,"description":"Hits to skip, for paging."}},` +
 			`"additionalProperties":false}`),
 		Annotations:   json.RawMessage(`{"readOnlyHint":true,"openWorldHint":false}`),
-		RequiresData:  vfs.KindGenetic,
+		RequiresData:  userdata.KindGenetic,
 		TakesUserInfo: true,
 		Call:          getGeneticData,
 	}
@@ -49,8 +49,8 @@ type geneticArgs struct {
 }
 
 // geneticRequest turns the tool's arguments into a vfs query.
-func geneticRequest(account string, args *geneticArgs) (*vfs.GeneticQueryRequest, error) {
-	req := &vfs.GeneticQueryRequest{AccountID: account, Chromosome: args.Chromosome, Position: args.Position,
+func geneticRequest(account string, args *geneticArgs) (*userdata.GeneticQueryRequest, error) {
+	req := &userdata.GeneticQueryRequest{AccountID: account, Chromosome: args.Chromosome, Position: args.Position,
 		Genotype: args.Genotype, IncludeNearby: args.IncludeNearby == nil || *args.IncludeNearby,
 		NearbyRange: args.NearbyRange, Limit: args.Limit, Offset: args.Offset}
 	var ids []string
@@ -82,7 +82,7 @@ func getGeneticData(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := vfs.NewData(req.Deps.Client).QueryGenetic(ctx, q)
+	resp, err := userdata.NewData(req.Deps.Client).QueryGenetic(ctx, q)
 	if err != nil {
 		return nil, err
 	}

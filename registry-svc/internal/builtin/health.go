@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -31,7 +31,7 @@ func QueryHealthIndicators() *Tool {
 			`"limit":{"type":"integer","minimum":1,"maximum":10000,"default":100,"description":"Rows (or stats buckets) per indicator, most recent first."}},` +
 			`"additionalProperties":false}`),
 		Annotations:   json.RawMessage(`{"readOnlyHint":true,"openWorldHint":false}`),
-		RequiresData:  vfs.KindHealth,
+		RequiresData:  userdata.KindHealth,
 		TakesUserInfo: true,
 		Call:          queryHealthIndicators,
 	}
@@ -70,10 +70,10 @@ func parseWhen(field, s string, end bool) (*time.Time, error) {
 // healthRequest turns the tool's arguments into a vfs query, expanding
 // each name to every name of its indicator. It also returns how each
 // given name was resolved.
-func healthRequest(account string, args *healthArgs) (*vfs.HealthQueryRequest, map[string]string, error) {
-	req := &vfs.HealthQueryRequest{AccountID: account, Mode: args.Mode, Bucket: args.Bucket, Limit: args.Limit}
+func healthRequest(account string, args *healthArgs) (*userdata.HealthQueryRequest, map[string]string, error) {
+	req := &userdata.HealthQueryRequest{AccountID: account, Mode: args.Mode, Bucket: args.Bucket, Limit: args.Limit}
 	if req.Mode == "" {
-		req.Mode = vfs.HealthCatalog
+		req.Mode = userdata.HealthCatalog
 	}
 	var err error
 	if req.Start, err = parseWhen("start_time", args.StartTime, false); err != nil {
@@ -115,7 +115,7 @@ func queryHealthIndicators(ctx context.Context, req *Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := vfs.NewData(req.Deps.Client).QueryHealth(ctx, q)
+	resp, err := userdata.NewData(req.Deps.Client).QueryHealth(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -124,16 +124,16 @@ func queryHealthIndicators(ctx context.Context, req *Request) (any, error) {
 
 // healthResult shapes the answer for a model: the mode's list under a
 // stable key, canonical names next to stored ones, and a note when empty.
-func healthResult(q *vfs.HealthQueryRequest, given []string, resolved map[string]string, resp *vfs.HealthQueryResponse) map[string]any {
+func healthResult(q *userdata.HealthQueryRequest, given []string, resolved map[string]string, resp *userdata.HealthQueryResponse) map[string]any {
 	out := map[string]any{"mode": q.Mode}
 	if len(resolved) > 0 {
 		out["resolved"] = resolved
 	}
 	n := 0
 	switch q.Mode {
-	case vfs.HealthCatalog:
+	case userdata.HealthCatalog:
 		type entry struct {
-			vfs.HealthCatalogEntry
+			userdata.HealthCatalogEntry
 			Canonical string `json:"canonical,omitempty"`
 			LOINC     string `json:"loinc,omitempty"`
 		}
@@ -145,12 +145,12 @@ func healthResult(q *vfs.HealthQueryRequest, given []string, resolved map[string
 			}
 		}
 		out["indicators"], n = list, len(list)
-	case vfs.HealthRows, vfs.HealthLatest:
+	case userdata.HealthRows, userdata.HealthLatest:
 		out["rows"], n = orEmpty(resp.Rows), len(resp.Rows)
-	case vfs.HealthStats:
+	case userdata.HealthStats:
 		b := q.Bucket
 		if b == "" {
-			b = vfs.BucketNone
+			b = userdata.BucketNone
 		}
 		out["bucket"], out["stats"], n = b, orEmpty(resp.Stats), len(resp.Stats)
 	}

@@ -1,0 +1,160 @@
+// Package sessions is the vfs-svc contract of chat sessions: the model
+// messages a turn replays and the display transcript.
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// Endpoints of chat sessions (SPEC §9), stored by vfs-svc for agent-svc and
+// the gateway.
+var (
+	Load   = wire.Endpoint[SessionLoadRequest, SessionLoadResponse]{Subject: "vfs.sessions.load"}
+	Save   = wire.Endpoint[SessionSaveRequest, Session]{Subject: "vfs.sessions.save"}
+	List   = wire.Endpoint[SessionListRequest, SessionListResponse]{Subject: "vfs.sessions.list"}
+	Get    = wire.Endpoint[SessionGetRequest, SessionGetResponse]{Subject: "vfs.sessions.get"}
+	Delete = wire.Endpoint[SessionDeleteRequest, SessionDeleteResponse]{Subject: "vfs.sessions.delete"}
+)
+
+// sessionIDPattern keeps session ids safe in paths, subjects and logs.
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// NewID mints the id of a new session. Whoever starts a session without
+// an id (the gateway, for a Base turn's token; agent-svc) calls it.
+func NewID() string { return uuid.NewString() }
+
+// CheckID returns an invalid_argument error unless id is a well-formed
+// session id: 1 to 128 letters, digits, '-' or '_'.
+func CheckID(id string) error {
+	if !sessionIDPattern.MatchString(id) {
+		return wire.Errorf(wire.InvalidArgument, "session_id must be 1 to 128 letters, digits, '-' or '_'")
+	}
+	return nil
+}
+
+// Session is one conversation's summary row.
+type Session struct {
+	ID        string    `json:"id"`
+	Title     string    `json:"title"`
+	Agent     string    `json:"agent,omitempty"`
+	Turns     int       `json:"turns"`
+	Created   time.Time `json:"created"`
+	Updated   time.Time `json:"updated"`
+	AccountID string    `json:"-"`
+}
+
+// Turn is one question and its display transcript.
+type Turn struct {
+	Seq      int       `json:"seq"`
+	Question string    `json:"question"`
+	Answer   string    `json:"answer"`
+	Finish   string    `json:"finish_reason"`
+	Created  time.Time `json:"created"`
+	// Events is the display transcript: the turn's events in order,
+	// without heartbeats and with text deltas merged.
+	Events json.RawMessage `json:"events,omitempty"`
+}
+
+// SessionLoadRequest reads the model messages a turn replays. A session id
+// that does not exist is not_found; one that belongs to another account is
+// already_exists (the id is taken), so a turn can be refused before it runs.
+type SessionLoadRequest struct {
+	AccountID string `json:"account_id"`
+	SessionID string `json:"session_id"`
+}
+
+// SessionLoadResponse holds the replayable model messages (tool calls
+// paired with their results; older turns possibly summarized).
+type SessionLoadResponse struct {
+	Session  Session         `json:"session"`
+	Messages json.RawMessage `json:"messages"`
+}
+
+// SessionSaveRequest records a finished turn in one transaction: the new
+// model messages replace the old ones, and the turn is appended. A session
+// that does not exist is created for the account; one that belongs to
+// another account is already_exists (the id is taken).
+type SessionSaveRequest struct {
+	AccountID string          `json:"account_id"`
+	SessionID string          `json:"session_id"`
+	Title     string          `json:"title,omitempty"`
+	Agent     string          `json:"agent,omitempty"`
+	Messages  json.RawMessage `json:"messages"`
+	Turn      Turn            `json:"turn"`
+}
+
+// SessionListRequest pages through an account's sessions, newest first.
+type SessionListRequest struct {
+	AccountID string `json:"account_id"`
+	// Limit defaults to 20, at most 100.
+	Limit int `json:"limit,omitempty"`
+	// Cursor is the NextCursor of the previous page.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// SessionListResponse is one page.
+type SessionListResponse struct {
+	Sessions   []Session `json:"sessions"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+// SessionGetRequest reads a session with its display transcript.
+type SessionGetRequest struct {
+	AccountID string `json:"account_id"`
+	SessionID string `json:"session_id"`
+}
+
+// SessionGetResponse is a session and its turns in order.
+type SessionGetResponse struct {
+	Session Session `json:"session"`
+	Turns   []Turn  `json:"turns"`
+}
+
+// SessionDeleteRequest deletes a session, its turns and its VFS files.
+type SessionDeleteRequest struct {
+	AccountID string `json:"account_id"`
+	SessionID string `json:"session_id"`
+}
+
+// SessionDeleteResponse counts the VFS files removed with the session.
+type SessionDeleteResponse struct {
+	FilesDeleted int64 `json:"files_deleted"`
+}
+
+// Sessions is the typed client of session storage.
+type Sessions struct{ c *wire.Client }
+
+// NewSessions returns a Sessions client over c.
+func NewSessions(c *wire.Client) *Sessions { return &Sessions{c: c} }
+
+// Load reads the model messages of a session (not_found if absent).
+func (s *Sessions) Load(ctx context.Context, req *SessionLoadRequest) (*SessionLoadResponse, error) {
+	return Load.Call(ctx, s.c, req)
+}
+
+// Save records a finished turn.
+func (s *Sessions) Save(ctx context.Context, req *SessionSaveRequest) (*Session, error) {
+	return Save.Call(ctx, s.c, req)
+}
+
+// List pages through sessions.
+func (s *Sessions) List(ctx context.Context, req *SessionListRequest) (*SessionListResponse, error) {
+	return List.Call(ctx, s.c, req)
+}
+
+// Get reads a session and its transcript.
+func (s *Sessions) Get(ctx context.Context, req *SessionGetRequest) (*SessionGetResponse, error) {
+	return Get.Call(ctx, s.c, req)
+}
+
+// Delete removes a session and its files.
+func (s *Sessions) Delete(ctx context.Context, req *SessionDeleteRequest) (*SessionDeleteResponse, error) {
+	return Delete.Call(ctx, s.c, req)
+}

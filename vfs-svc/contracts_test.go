@@ -1,0 +1,19 @@
+package vfssvc
+
+import (
+	"testing"
+
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
+	"github.com/mirobody/mirobody-go/services/vfs/userdata"
+	"github.com/mirobody/mirobody-go/services/wire/wiretest"
+)
+
+// TestServesItsContracts: vfs-svc answers every endpoint of its five
+// contracts, and nothing else.
+func TestServesItsContracts(t *testing.T) {
+	e := start(t, nil)
+	wiretest.Served(t, e.client, Name, files.Contracts(), accounts.Contracts(), sessions.Contracts(), userdata.Contracts(), mcpservers.Contracts())
+}
