@@ -53,6 +53,8 @@ type Config struct {
 	ToolsWatch          bool     `key:"TOOLS_WATCH" default:"true"`
 	MCPClientAllowPriv  bool     `key:"MCP_CLIENT_ALLOW_PRIVATE" default:"false"`
 	ToolEnv             []string `key:"TOOL_ENV" default:""`
+	ToolSandbox         string   `key:"TOOL_SANDBOX" default:"auto" enum:"required|auto|off"`
+	ToolPaths           []string `key:"TOOL_PATHS" default:""`
 
 	// agent-svc.
 	DefaultAgent    string              `key:"DEFAULT_AGENT" default:"deep" enum:"deep|base"`
