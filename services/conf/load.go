@@ -92,6 +92,9 @@ func Load(opts LoadOptions) (*Result, error) {
 			return nil, fmt.Errorf("config: %s: %v", f.key, err)
 		}
 	}
+	if err := CheckSecretKey(res.Config.SecretKey); err != nil {
+		return nil, fmt.Errorf("config: SECRET_KEY: %v", err)
+	}
 	if err := resolveToolEnv(res.Config, lookup); err != nil {
 		return nil, fmt.Errorf("config: TOOL_ENV: %v", err)
 	}
