@@ -8,7 +8,7 @@ import (
 // A Python tool sees only PATH, HOME, LANG, TZ and the TOOL_ENV names, not
 // the registry's secrets, even when they sit in the process environment.
 func TestToolEnvironment(t *testing.T) {
-	secrets := map[string]string{"SECRET_KEY": "mirobody-secret", "OPENAI_API_KEY": "sk-provider", "DATABASE_URL": "postgres://u:p@db/x"}
+	secrets := map[string]string{"SECRET_KEY": "mirobody-secret-for-the-tool-environment-test", "OPENAI_API_KEY": "sk-provider", "DATABASE_URL": "postgres://u:p@db/x"}
 	for k, v := range secrets {
 		t.Setenv(k, v)
 	}
