@@ -3,6 +3,9 @@ package registrysvc
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/mirobody/mirobody-go/registry-svc/internal/pyhost"
 	"github.com/mirobody/mirobody-go/registry-svc/internal/sandbox"
@@ -25,6 +28,11 @@ func (s *Service) toolSandbox(ctx context.Context) (*sandbox.Sandbox, error) {
 		return nil, fmt.Errorf("config: TOOL_PATHS: %w", err)
 	}
 	mode := sandbox.Mode(cfg.ToolSandbox)
+	if mode != sandbox.Off {
+		if err := s.checkExposed(grants); err != nil {
+			return nil, err
+		}
+	}
 	if mode == sandbox.Off {
 		s.log.Warn("TOOL_SANDBOX is off: Python tools run unconfined, with this service's user and files")
 		return nil, nil
@@ -43,4 +51,34 @@ func (s *Service) toolSandbox(ctx context.Context) (*sandbox.Sandbox, error) {
 	}
 	s.log.Info("python tools run sandboxed", "layers", sb.Describe(), "python", sb.Python())
 	return sb, nil
+}
+
+// checkExposed refuses tool folders or TOOL_PATHS that contain the data
+// folder or the NATS seeds: Landlock grants whole trees, so tools could
+// read them despite the sandbox.
+func (s *Service) checkExposed(grants []sandbox.Grant) error {
+	cfg := s.opts.Config
+	var private []string
+	for _, p := range []string{cfg.DevDir, cfg.NATSCredsDir} {
+		if abs, err := filepath.Abs(p); p != "" && err == nil {
+			if _, err := os.Stat(abs); err == nil {
+				private = append(private, abs)
+			}
+		}
+	}
+	readable := map[string]string{}
+	for _, d := range s.pyDirs {
+		readable[d] = "MCP_TOOL_DIRS"
+	}
+	for _, g := range grants {
+		readable[g.Path] = "TOOL_PATHS"
+	}
+	for dir, key := range readable {
+		for _, p := range private {
+			if rel, err := filepath.Rel(dir, p); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				return fmt.Errorf("config: %s: %s contains %s (DEV_DIR or NATS_CREDS_DIR), which tools could then read", key, dir, p)
+			}
+		}
+	}
+	return nil
 }

@@ -156,3 +156,34 @@ func TestToolSandboxUnavailable(t *testing.T) {
 		})
 	}
 }
+
+// A tool folder or TOOL_PATHS entry that contains DEV_DIR would hand the
+// seeds to tools despite the sandbox: start-up refuses it, naming the key.
+func TestToolSandboxRefusesExposedDevDir(t *testing.T) {
+	tools := hostileTools(t)
+	devDir := filepath.Join(tools, ".mirobody")
+	if err := os.Mkdir(devDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	other := t.TempDir()
+	for _, tc := range []struct {
+		name, key string
+		keys      map[string]string
+	}{
+		{"tool folder", "MCP_TOOL_DIRS", map[string]string{"MCP_TOOL_DIRS": tools, "DEV_DIR": devDir}},
+		{"granted path", "TOOL_PATHS", map[string]string{"MCP_TOOL_DIRS": other, "DEV_DIR": devDir, "TOOL_PATHS": "x=" + tools}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.keys["TOOLS_WATCH"] = "false"
+			s := New(Options{Config: testConfig(t, servicetest.NATS(t), tc.keys), Log: servicetest.Logger(t)})
+			err := s.Start(context.Background())
+			if err == nil {
+				_ = s.Stop(context.Background())
+				t.Fatal("started with DEV_DIR inside what tools may read")
+			}
+			if !strings.Contains(err.Error(), tc.key) {
+				t.Errorf("error %q does not name %s", err, tc.key)
+			}
+		})
+	}
+}
