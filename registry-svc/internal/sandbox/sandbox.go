@@ -179,9 +179,13 @@ func pythonPaths(ctx context.Context, python string, env []string) (string, []st
 	var roots []string
 	for _, p := range paths[1:] {
 		// "" is the current folder, which a host does not import from.
-		if filepath.IsAbs(p) {
-			roots = append(roots, p)
+		if !filepath.IsAbs(p) {
+			continue
 		}
+		if filepath.Clean(p) == "/" {
+			return "", nil, fmt.Errorf("%s imports from / (PYTHONPATH?), which would open the whole filesystem to tools", python)
+		}
+		roots = append(roots, p)
 	}
 	if real, err := filepath.EvalSymlinks(paths[0]); err == nil {
 		roots = append(roots, filepath.Dir(real))
