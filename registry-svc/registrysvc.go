@@ -18,6 +18,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/registry-svc/internal/builtin"
 	"github.com/mirobody/mirobody-go/registry-svc/internal/pyhost"
+	"github.com/mirobody/mirobody-go/registry-svc/internal/sandbox"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
@@ -45,6 +46,11 @@ type Options struct {
 	// ExternalRefresh is how often open external MCP servers are listed
 	// again (their health check); zero means 30 s. Tests shorten it.
 	ExternalRefresh time.Duration
+	// SandboxLauncher is the binary holding the tool sandbox's launcher
+	// (see RunToolSandbox); empty means this one. Tests point it at a
+	// binary without the launcher to see how start-up handles a host that
+	// cannot sandbox.
+	SandboxLauncher string
 }
 
 // Service is registry-svc.
@@ -54,6 +60,7 @@ type Service struct {
 	node    *node.Node
 	reg     *Registry
 	pyDirs  []string
+	sandbox *sandbox.Sandbox // nil when Python tools run unconfined
 	watcher *watcher
 	subs    []*nats.Subscription
 	retired sync.WaitGroup // pools of replaced snapshots, still draining
@@ -82,6 +89,11 @@ func (s *Service) Start(ctx context.Context) error {
 	dirs, err := s.toolDirs()
 	if err != nil {
 		return err
+	}
+	if len(s.pyDirs) > 0 {
+		if s.sandbox, err = s.toolSandbox(ctx); err != nil {
+			return err
+		}
 	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Tool discovery, visibility and execution",
 		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log})
@@ -162,7 +174,7 @@ func (s *Service) discover(ctx context.Context, dirs []string) (*snapshot, error
 		cfg := s.opts.Config
 		var err error
 		pool, found, err = pyhost.Start(ctx, pyhost.Options{Python: cfg.Python, Workers: cfg.PythonWorkers, Dirs: s.pyDirs, Env: cfg.ToolEnviron, Log: s.log,
-			OnRestart: func() { s.restarts.Add(1) }})
+			Sandbox: s.sandbox, OnRestart: func() { s.restarts.Add(1) }})
 		if err != nil {
 			return nil, fmt.Errorf("starting the Python tool host: %w", err)
 		}

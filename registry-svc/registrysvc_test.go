@@ -240,7 +240,10 @@ func TestCancel(t *testing.T) {
 }
 
 func TestStopLeavesNoProcesses(t *testing.T) {
-	e := start(t, map[string]string{"MCP_TOOL_DIRS": "testdata/calls", "PYTHON_WORKERS": "2"})
+	// Unsandboxed: the tool reports its own pid, which inside the
+	// sandbox's PID namespace is always 1 (and there the kernel ends the
+	// whole namespace with its first process anyway).
+	e := start(t, map[string]string{"MCP_TOOL_DIRS": "testdata/calls", "PYTHON_WORKERS": "2", "TOOL_SANDBOX": "off"})
 	pids := map[int]bool{}
 	for range 6 {
 		r, err := e.call(t, alice, "pid", `{}`)
@@ -263,8 +266,11 @@ func TestStopLeavesNoProcesses(t *testing.T) {
 }
 
 func TestHostDeathRetriesOnlyIdempotentCalls(t *testing.T) {
-	e := start(t, map[string]string{"MCP_TOOL_DIRS": "testdata/calls", "PYTHON_WORKERS": "1"})
+	// The markers live outside the sandbox's temp dir, which a new host
+	// does not share: the folder is granted through TOOL_PATHS.
 	dir := t.TempDir()
+	e := start(t, map[string]string{"MCP_TOOL_DIRS": "testdata/calls", "PYTHON_WORKERS": "1", "TOOL_SANDBOX": "required",
+		"TOOL_PATHS": "call_tools=" + dir + ":rw"})
 	args := func(name string) string {
 		b, _ := json.Marshal(map[string]string{"marker": dir + "/" + name})
 		return string(b)

@@ -8,7 +8,7 @@ import (
 // A Python tool sees only PATH, HOME, LANG, TZ and the TOOL_ENV names, not
 // the registry's secrets, even when they sit in the process environment.
 func TestToolEnvironment(t *testing.T) {
-	secrets := map[string]string{"SECRET_KEY": "mirobody-secret", "OPENAI_API_KEY": "sk-provider", "DATABASE_URL": "postgres://u:p@db/x"}
+	secrets := map[string]string{"SECRET_KEY": "mirobody-secret-for-the-tool-environment-test", "OPENAI_API_KEY": "sk-provider", "DATABASE_URL": "postgres://u:p@db/x"}
 	for k, v := range secrets {
 		t.Setenv(k, v)
 	}
@@ -39,9 +39,9 @@ func TestToolEnvironment(t *testing.T) {
 		}
 	}
 	// Python may add a few of its own (LC_CTYPE when it coerces the
-	// locale), but nothing else of ours.
+	// locale), and the sandbox sets TMPDIR, but nothing else of ours.
 	for k := range got {
-		if _, ok := want[k]; !ok && k != "LC_CTYPE" {
+		if _, ok := want[k]; !ok && k != "LC_CTYPE" && k != "TMPDIR" {
 			t.Errorf("tool sees unexpected %s", k)
 		}
 	}

@@ -55,6 +55,8 @@ type Config struct {
 	ToolEnv             []string `key:"TOOL_ENV" default:""`
 	ExtMaxResultBytes   int      `key:"EXTERNAL_MAX_RESULT_BYTES" default:"4194304" min:"65536"`
 	ExtMaxTools         int      `key:"EXTERNAL_MAX_TOOLS" default:"500" min:"1"`
+	ToolSandbox         string   `key:"TOOL_SANDBOX" default:"auto" enum:"required|auto|off"`
+	ToolPaths           []string `key:"TOOL_PATHS" default:""`
 
 	// agent-svc.
 	DefaultAgent    string              `key:"DEFAULT_AGENT" default:"deep" enum:"deep|base"`

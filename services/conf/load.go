@@ -108,6 +108,9 @@ func Load(opts LoadOptions) (*Result, error) {
 	if res.File != "" {
 		res.Config.Dir = filepath.Dir(res.File)
 	}
+	if err := CheckSecretKey(res.Config.SecretKey); err != nil {
+		return nil, fmt.Errorf("config: SECRET_KEY: %v", err)
+	}
 	if err := resolveToolEnv(res.Config, lookup); err != nil {
 		return nil, fmt.Errorf("config: TOOL_ENV: %v", err)
 	}

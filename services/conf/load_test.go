@@ -140,7 +140,7 @@ func TestMissingFile(t *testing.T) {
 }
 
 func TestRedacted(t *testing.T) {
-	res, err := Load(LoadOptions{Path: writeFile(t, ""), LookupEnv: env(map[string]string{"OPENAI_API_KEY": "sk-secret", "SECRET_KEY": "k"})})
+	res, err := Load(LoadOptions{Path: writeFile(t, ""), LookupEnv: env(map[string]string{"OPENAI_API_KEY": "sk-secret", "SECRET_KEY": goodKey})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,10 +209,10 @@ func TestToolEnviron(t *testing.T) {
 		want    []string
 		errText string
 	}{
-		{"defaults when unset", map[string]string{"SECRET_KEY": "k", "OPENAI_API_KEY": "sk"},
+		{"defaults when unset", map[string]string{"SECRET_KEY": goodKey, "OPENAI_API_KEY": "sk"},
 			[]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=/tmp", "LANG=C.UTF-8", "TZ=UTC"}, ""},
 		{"process values and TOOL_ENV", map[string]string{"PATH": "/opt/bin", "HOME": "/home/m", "LANG": "de_DE.UTF-8", "TZ": "Europe/Berlin",
-			"TOOL_ENV": "WEATHER_KEY,UNSET_VAR,PATH,OPENAI_API_KEY", "WEATHER_KEY": "w", "OPENAI_API_KEY": "sk", "SECRET_KEY": "k"},
+			"TOOL_ENV": "WEATHER_KEY,UNSET_VAR,PATH,OPENAI_API_KEY", "WEATHER_KEY": "w", "OPENAI_API_KEY": "sk", "SECRET_KEY": goodKey},
 			[]string{"PATH=/opt/bin", "HOME=/home/m", "LANG=de_DE.UTF-8", "TZ=Europe/Berlin", "WEATHER_KEY=w", "OPENAI_API_KEY=sk"}, ""},
 		{"own secrets refused", map[string]string{"TOOL_ENV": "SECRET_KEY"}, nil, "config: TOOL_ENV: SECRET_KEY is a Mirobody secret"},
 		{"bad name", map[string]string{"TOOL_ENV": "A-B"}, nil, `config: TOOL_ENV: "A-B" is not an environment variable name`},

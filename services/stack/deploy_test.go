@@ -46,6 +46,20 @@ type composeFile struct {
 	} `yaml:"secrets"`
 }
 
+// secretsOf is the README's "Secrets per service" table: the secret keys
+// each service uses, and so the only ones compose and Kubernetes give it.
+// registry-svc runs tool code and holds none.
+var secretsOf = map[string][]string{
+	"gateway":      {"SECRET_KEY", "MCP_SESSION_KEYS"},
+	"vfs-svc":      {"SECRET_KEY", "DATABASE_URL"},
+	"agent-svc":    {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"},
+	"registry-svc": nil,
+	"cli":          nil,
+}
+
+// secretKeys are every secret config key.
+var secretKeys = []string{"SECRET_KEY", "DATABASE_URL", "MCP_SESSION_KEYS", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+
 // identityOf is the NATS identity a deploy target runs as.
 func identityOf(target string) string { return strings.TrimSuffix(target, "-svc") }
 
@@ -161,13 +175,25 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("%s: NATS_CREDS_DIR = %q, want /run/secrets", name, s.Env["NATS_CREDS_DIR"])
 		}
 	}
+	// Least secrets: each service gets only the secrets it uses, and the
+	// tool host runs sandboxed or not at all.
+	for name, allowed := range secretsOf {
+		for _, k := range secretKeys {
+			if _, ok := cf.Services[name].Env[k]; ok && !slices.Contains(allowed, k) {
+				t.Errorf("compose gives %s the secret %s, which it does not use", name, k)
+			}
+		}
+	}
+	if got := cf.Services["registry-svc"].Env["TOOL_SANDBOX"]; got != "required" {
+		t.Errorf("compose: registry-svc TOOL_SANDBOX = %q, want required", got)
+	}
 	if cli := cf.Services["cli"]; cli.Build == nil || cli.Build.Args["SERVICE"] != "mirobody" || len(cli.Profiles) == 0 {
 		t.Errorf("the cli service must build the mirobody binary behind a profile: %+v", cli)
 	}
 }
 
-// The Kubernetes ConfigMap and Secret hold only config keys, and agent-svc
-// has an HPA.
+// The Kubernetes ConfigMaps hold only config keys, no Secret ships with
+// values, each Deployment gets only its secrets, and agent-svc has an HPA.
 func TestKubernetesManifests(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join(repoRoot, "deploy/k8s/*.yaml"))
 	if len(files) == 0 {
@@ -176,6 +202,7 @@ func TestKubernetesManifests(t *testing.T) {
 	kinds := map[string]bool{}
 	credsDir := ""
 	deployments := map[string][]k8sVolume{}
+	pods := map[string]k8sPod{}
 	var natsSet k8sPod
 	for _, f := range files {
 		data, err := os.ReadFile(f)
@@ -204,6 +231,11 @@ func TestKubernetesManifests(t *testing.T) {
 			switch {
 			case doc.Kind == "Deployment":
 				deployments[doc.Metadata.Name] = doc.Spec.Template.Spec.volumesMounted()
+				pods[doc.Metadata.Name] = doc.Spec.Template.Spec
+			case doc.Kind == "Secret":
+				// Shipped values would be re-applied over the real ones by
+				// every `kubectl apply -f deploy/k8s/` (issue 15).
+				t.Errorf("%s ships Secret %s; secrets are created by hand (deploy/k8s/README.md)", f, doc.Metadata.Name)
 			case doc.Kind == "StatefulSet" && doc.Metadata.Name == "nats":
 				natsSet = doc.Spec.Template.Spec
 			case doc.Kind == "ConfigMap" && doc.Metadata.Name == "mirobody-config":
@@ -251,6 +283,28 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("%s mounts NATS seeds %v at %q, want only %s", name, seeds, credsDir, want)
 		}
 	}
+	// Least secrets: each Deployment takes only the keys it uses.
+	for name, pod := range pods {
+		for _, c := range pod.Containers {
+			for _, e := range c.EnvFrom {
+				if e.SecretRef.Name != "" {
+					t.Errorf("%s takes every key of Secret %s; name the keys it uses instead", name, e.SecretRef.Name)
+				}
+			}
+			sandbox := ""
+			for _, e := range c.Env {
+				if e.ValueFrom.SecretKeyRef.Key != "" && !slices.Contains(secretsOf[name], e.ValueFrom.SecretKeyRef.Key) {
+					t.Errorf("%s gets the secret %s, which it does not use", name, e.ValueFrom.SecretKeyRef.Key)
+				}
+				if e.Name == "TOOL_SANDBOX" {
+					sandbox = e.Value
+				}
+			}
+			if name == "registry-svc" && sandbox != "required" {
+				t.Errorf("registry-svc TOOL_SANDBOX = %q, want required", sandbox)
+			}
+		}
+	}
 	if len(natsSet.Containers) != 1 || !slices.Contains(natsSet.Containers[0].Args, "/etc/nats/nats.conf") ||
 		len(natsSet.Containers[0].EnvFrom) != 1 || natsSet.Containers[0].EnvFrom[0].ConfigMapRef.Name != "mirobody-nats-users" {
 		t.Errorf("the nats StatefulSet must run nats-config's nats.conf with the public keys of mirobody-nats-users: %+v", natsSet)
@@ -263,7 +317,15 @@ type k8sPod struct {
 		Args    []string `yaml:"args"`
 		EnvFrom []struct {
 			ConfigMapRef struct{ Name string } `yaml:"configMapRef"`
+			SecretRef    struct{ Name string } `yaml:"secretRef"`
 		} `yaml:"envFrom"`
+		Env []struct {
+			Name      string `yaml:"name"`
+			Value     string `yaml:"value"`
+			ValueFrom struct {
+				SecretKeyRef struct{ Key string } `yaml:"secretKeyRef"`
+			} `yaml:"valueFrom"`
+		} `yaml:"env"`
 		VolumeMounts []struct {
 			Name      string `yaml:"name"`
 			MountPath string `yaml:"mountPath"`

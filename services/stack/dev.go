@@ -161,7 +161,11 @@ func createDatabase(ctx context.Context, adminDSN, name string) error {
 // devSecret reads the dev secret key, creating it on first run.
 func devSecret(path string) (string, error) {
 	if b, err := os.ReadFile(path); err == nil {
-		return strings.TrimSpace(string(b)), nil
+		key := strings.TrimSpace(string(b))
+		if err := conf.CheckSecretKey(key); err != nil {
+			return "", fmt.Errorf("config: SECRET_KEY in %s: %w (delete the file to make a new one)", path, err)
+		}
+		return key, nil
 	}
 	buf := make([]byte, 32)
 	if _, err := rand.Read(buf); err != nil {

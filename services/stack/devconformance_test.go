@@ -54,15 +54,18 @@ func TestDevConformance(t *testing.T) {
 	suite := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
 	baseline, accepted := devBaseline(t, "conformance-baseline.yml", "conformance-dev-baseline.yml")
 	fixtureBaseline, fixtureAccepted := devBaseline(t, "conformance-baseline.yml")
+	fixtures := fixtureCopy(t)
 	for _, variant := range []struct {
-		name, tools, baseline string
-		accepted              []string
+		name, tools, toolPaths, baseline string
+		accepted                         []string
 	}{
-		{"default", "./tools,builtin", baseline, accepted},
-		{"with fixtures", "./tools,builtin," + fixtureCopy(t), fixtureBaseline, fixtureAccepted},
+		{"default", "./tools,builtin", "", baseline, accepted},
+		// test_trigger_tool_change rewrites a module in its own folder,
+		// which the tool sandbox allows only through this opt-in.
+		{"with fixtures", "./tools,builtin," + fixtures, "conformance_fixtures=" + fixtures + ":rw", fixtureBaseline, fixtureAccepted},
 	} {
 		t.Run(variant.name, func(t *testing.T) {
-			url := startDevBinary(t, variant.tools)
+			url := startDevBinary(t, variant.tools, variant.toolPaths)
 			for _, rev := range []string{"2025-11-25", "2026-07-28"} {
 				t.Run(rev, func(t *testing.T) {
 					out := t.TempDir()
@@ -93,9 +96,10 @@ func fixtureCopy(t *testing.T) string {
 }
 
 // startDevBinary runs `mirobody dev` in a child process from the repository
-// root and returns the MCP endpoint its banner prints. The child stops with
+// root, with the given TOOL_PATHS, and returns the MCP endpoint its banner
+// prints. The child stops with
 // SIGTERM at cleanup, which also stops its Postgres.
-func startDevBinary(t *testing.T, toolDirs string) string {
+func startDevBinary(t *testing.T, toolDirs, toolPaths string) string {
 	t.Helper()
 	base := t.TempDir()
 	if err := os.Chmod(base, 0o755); err != nil { // the postgres user must reach it when we are root
@@ -107,6 +111,7 @@ func startDevBinary(t *testing.T, toolDirs string) string {
 	cmd.Env = append(userEnv(),
 		"MIROBODY_HELPER=dev",
 		"MCP_TOOL_DIRS="+toolDirs, // `make dev` sets ./tools,builtin
+		"TOOL_PATHS="+toolPaths,
 		"DEV_DIR="+filepath.Join(base, ".mirobody"),
 		"HTTP_ADDR=127.0.0.1:"+port,
 		"MCP_PUBLIC_URL=http://localhost:"+port,

@@ -49,6 +49,9 @@ func startMCPStack(t *testing.T) *mcpStack {
 	log := servicetest.Logger(t)
 	cfg := testConfig(t, natsURL, db.DSN)
 	cfg.MCPToolDirs = []string{tools}
+	// test_trigger_tool_change rewrites a module in its own folder, which
+	// the tool sandbox allows only through this opt-in.
+	cfg.ToolPaths = []string{"conformance_fixtures=" + tools + ":rw"}
 	cfg.ToolsWatch = true
 	// One Python worker: a reload (test_trigger_tool_change) then starts one
 	// process, which keeps list_changed well inside the suite's 1.5 s window

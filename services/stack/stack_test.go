@@ -20,7 +20,12 @@ import (
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
-func TestMain(m *testing.M) { servicetest.Main(m) }
+// TestMain lets this binary serve as the Python tool sandbox's launcher
+// (the dev stack starts sandboxed tools), then runs the tests.
+func TestMain(m *testing.M) {
+	registrysvc.RunToolSandbox()
+	servicetest.Main(m)
+}
 
 // testConfig returns the defaults pointed at the test's NATS and database,
 // with every listener on a free port.

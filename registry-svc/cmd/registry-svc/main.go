@@ -11,6 +11,7 @@ import (
 )
 
 func main() {
+	registrysvc.RunToolSandbox()
 	env, err := boot.Setup("registry-svc", os.Args[1:], os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mirobody/mirobody-go/registry-svc/internal/sandbox"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -108,6 +109,9 @@ type Options struct {
 	// OnRestart, when set, runs each time a host is replaced (for metrics
 	// that outlive one pool across reloads).
 	OnRestart func()
+	// Sandbox, when set, confines every host process (TOOL_SANDBOX); nil
+	// runs them unconfined.
+	Sandbox *sandbox.Sandbox
 }
 
 // Pool is a set of host processes serving calls concurrently. Every process
@@ -224,7 +228,7 @@ func Start(ctx context.Context, opts Options) (*Pool, *Discovery, error) {
 func (p *Pool) launch(ctx context.Context, s *slot, report bool) (*worker, *Discovery, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.StartTimeout)
 	defer cancel()
-	w, err := spawn(ctx, p.opts.Python, p.opts.Env, script, p.log.With("worker", s.idx))
+	w, err := spawn(ctx, p.opts.Python, p.opts.Env, p.opts.Sandbox, script, p.log.With("worker", s.idx))
 	if err != nil {
 		return nil, nil, err
 	}

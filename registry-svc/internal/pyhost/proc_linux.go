@@ -9,7 +9,12 @@ import (
 // kills any subprocess a tool started, and asks the kernel to kill it if
 // registry-svc dies first (no orphans).
 func isolate(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	// Added to the sandbox's namespace settings, if any.
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 }
 
 // killGroup kills the host's whole process group.

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mirobody/mirobody-go/registry-svc/internal/sandbox"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -80,28 +81,62 @@ type worker struct {
 	done     chan struct{}
 	hello    chan *message
 	output   sync.WaitGroup
+	tmp      string // the sandboxed host's private temp dir, removed at exit
 }
 
-// spawn starts one host process and waits for its hello.
-func spawn(ctx context.Context, python string, env []string, script []byte, log *slog.Logger) (*worker, error) {
+// hostCommand returns the interpreter command of one host: confined in sb,
+// with a private temp dir, or (sb nil) plain with an empty temp dir path.
+func hostCommand(python string, env []string, sb *sandbox.Sandbox) (*exec.Cmd, string, error) {
+	// -u: unbuffered print() lines reach the log at once; -B: no __pycache__
+	// in tool folders (it would wake the hot-reload watch). The script comes
+	// on stdin ("-"), which Python reads to the end before running it, so a
+	// tool reading stdin sees end of file.
+	args := []string{"-u", "-B", "-", "mirobody-tool-host"}
+	if sb == nil {
+		cmd := exec.Command(python, args...)
+		// A nil Env would inherit ours; a non-nil one, even empty, replaces it.
+		cmd.Env = append(make([]string, 0, len(env)), env...)
+		return cmd, "", nil
+	}
+	tmp, err := os.MkdirTemp("", "mirobody-tool-*")
+	if err != nil {
+		return nil, "", fmt.Errorf("creating the tool host's temp dir: %w", err)
+	}
+	cmd, err := sb.Command(tmp, env, args...)
+	if err != nil {
+		removeTemp(tmp)
+		return nil, "", err
+	}
+	return cmd, tmp, nil
+}
+
+// removeTemp removes a host's temp dir, with whatever its tools left there.
+func removeTemp(tmp string) {
+	if tmp != "" {
+		_ = os.RemoveAll(tmp)
+	}
+}
+
+// spawn starts one host process, confined in sb unless sb is nil, and
+// waits for its hello.
+func spawn(ctx context.Context, python string, env []string, sb *sandbox.Sandbox, script []byte, log *slog.Logger) (*worker, error) {
+	cmd, tmp, err := hostCommand(python, env, sb)
+	if err != nil {
+		return nil, err
+	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
+		removeTemp(tmp)
 		return nil, fmt.Errorf("creating the request pipe: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
+		removeTemp(tmp)
 		return nil, fmt.Errorf("creating the reply pipe: %w", err)
 	}
-	// -u: unbuffered print() lines reach the log at once; -B: no __pycache__
-	// in tool folders (it would wake the hot-reload watch). The script comes
-	// on stdin ("-"), which Python reads to the end before running it, so a
-	// tool reading stdin sees end of file.
-	cmd := exec.Command(python, "-u", "-B", "-", "mirobody-tool-host")
 	cmd.Stdin = bytes.NewReader(script)
-	// A nil Env would inherit ours; a non-nil one, even empty, replaces it.
-	cmd.Env = append(make([]string, 0, len(env)), env...)
 	cmd.ExtraFiles = []*os.File{inR, outW}
 	isolate(cmd)
 	stdout, err := cmd.StdoutPipe()
@@ -117,12 +152,13 @@ func spawn(ctx context.Context, python string, env []string, script []byte, log 
 		inW.Close()
 		outR.Close()
 		outW.Close()
+		removeTemp(tmp)
 		return nil, fmt.Errorf("starting Python tool host %s: %w", python, err)
 	}
 	inR.Close()
 	outW.Close()
 	w := &worker{
-		log: log.With("pid", cmd.Process.Pid), cmd: cmd, in: inW, out: outR,
+		log: log.With("pid", cmd.Process.Pid), cmd: cmd, in: inW, out: outR, tmp: tmp,
 		pending: map[int64]chan *message{}, progress: map[int64]ProgressFunc{}, done: make(chan struct{}), hello: make(chan *message, 1),
 	}
 	w.pong.Store(time.Now().UnixNano())
@@ -208,6 +244,7 @@ func (w *worker) readLoop() {
 	if err == nil {
 		err = errors.New("exited")
 	}
+	removeTemp(w.tmp)
 	w.out.Close()
 	w.mu.Lock()
 	w.err = err

@@ -7,9 +7,12 @@ import (
 	"context"
 	"os"
 
+	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/stack"
 )
 
 func main() {
+	// First: this binary is also the Python tool sandbox's launcher.
+	registrysvc.RunToolSandbox()
 	os.Exit(stack.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
