@@ -1,7 +1,7 @@
 -- +goose Up
--- Chat sessions (SPEC §9). messages holds the model messages a turn
--- replays (replaced whole at the end of each turn); session_turns holds
--- the display transcript, one row per turn.
+-- Chat sessions (agent-svc/design.md "Sessions"). messages holds the model
+-- messages a turn replays (replaced whole at the end of each turn);
+-- session_turns holds the display transcript, one row per turn.
 CREATE TABLE sessions (
     id         text COLLATE "C" NOT NULL,
     account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,

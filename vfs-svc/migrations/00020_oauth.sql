@@ -1,6 +1,7 @@
 -- +goose Up
--- OAuth authorization server state (SPEC §6). Codes and refresh tokens are
--- stored by hash; signing keys hold only the gateway-sealed private half.
+-- OAuth authorization server state (gateway/design.md "OAuth authorization
+-- server"). Codes and refresh tokens are stored by hash; signing keys hold
+-- only the gateway-sealed private half.
 CREATE TABLE oauth_signing_keys (
     id             text PRIMARY KEY,
     alg            text NOT NULL,

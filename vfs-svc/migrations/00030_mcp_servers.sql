@@ -1,7 +1,8 @@
 -- +goose Up
--- External MCP servers per account (SPEC §7). secrets is the AES-GCM
--- sealed JSON of the credentials (nonce || ciphertext, key derived from
--- SECRET_KEY, the account and name as associated data), NULL when none.
+-- External MCP servers per account (registry-svc/design.md "External MCP
+-- servers"). secrets is the AES-GCM sealed JSON of the credentials
+-- (nonce || ciphertext, key derived from SECRET_KEY, the account and name
+-- as associated data), NULL when none.
 CREATE TABLE mcp_servers (
     account_id uuid NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
     name       text COLLATE "C" NOT NULL,

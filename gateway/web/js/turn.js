@@ -1,5 +1,6 @@
-// Rendering of one assistant turn from its events (SPEC §9): the live
-// stream and a stored transcript go through the same code.
+// Rendering of one assistant turn from its events (agent-svc/design.md
+// "Chat turns"): the live stream and a stored transcript go through the
+// same code.
 
 import { h, append, clear } from "./dom.js";
 

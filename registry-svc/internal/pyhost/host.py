@@ -7,7 +7,8 @@ never corrupt the protocol.
 
 Operations: hello (sent once at start), discover, call, cancel, ping; while
 a call runs, the host may send progress lines for it.
-Discovery follows SPEC 2.1, schemas SPEC 2.2, calls SPEC 2.3.
+Discovery, schemas and calls follow registry-svc/design.md ("Tool
+discovery", "Input schema", "Calling").
 
 registry-svc puts MIROBODY_SOURCE (the text of mirobody.py) in front of this
 script; main() installs it as the importable module ``mirobody``.
@@ -61,7 +62,7 @@ class Tool(object):
 # ---------------------------------------------------------------- discovery
 
 def discover(dirs):
-    """Imports every tool file of dirs and registers its tools (SPEC 2.1)."""
+    """Imports every tool file of dirs and registers its tools (design.md "Tool discovery")."""
     logs = []
     failed = []
     found = collections.OrderedDict()
@@ -563,7 +564,7 @@ def content_result(c):
 
 
 def install_helpers(source):
-    """Makes mirobody.py importable as ``mirobody`` (SPEC 2.3 extensions)."""
+    """Makes mirobody.py importable as ``mirobody`` (design.md "Content blocks and progress")."""
     global HELPERS, BLOCK_TYPES
     mod = types.ModuleType("mirobody")
     mod.__file__ = "mirobody.py"

@@ -1,4 +1,4 @@
-"""Fixture: calls, results, timeouts and host failures (SPEC 2.3)."""
+"""Fixture: calls, results, timeouts and host failures (registry-svc/design.md "Calling")."""
 import asyncio
 import datetime
 import decimal

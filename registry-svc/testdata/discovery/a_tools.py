@@ -1,4 +1,4 @@
-"""Fixture: discovery rules of SPEC 2.1."""
+"""Fixture: discovery rules of registry-svc/design.md "Tool discovery"."""
 from os.path import join  # imported function: ignored
 
 from _helpers import shout, HelperBase  # sibling private helper imports fine

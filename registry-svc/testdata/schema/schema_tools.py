@@ -1,4 +1,4 @@
-"""Fixture: every mapping of SPEC 2.2."""
+"""Fixture: every mapping of registry-svc/design.md "Input schema"."""
 from typing import Any, Dict, List, Literal, Optional, Union
 
 
