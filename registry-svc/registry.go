@@ -109,13 +109,14 @@ func buildSnapshot(dirs []string, builtins []*builtin.Tool, pyTools []pyhost.Too
 
 // Registry answers list and call over one swappable snapshot.
 type Registry struct {
-	log      *slog.Logger
-	policy   *policy
-	ext      *external // nil: no external MCP servers
-	deps     *builtin.Deps
-	pub      *wire.Client // publishes progress events
-	tracer   trace.Tracer
-	timeout  time.Duration
+	log    *slog.Logger
+	policy *policy
+	ext    *external // nil: no external MCP servers
+	deps   *builtin.Deps
+	pub    *wire.Client // publishes progress events
+	tracer trace.Tracer
+	// timeout is a tool's deadline (conf.Config.ToolTimeout).
+	timeout  func(name string) time.Duration
 	mu       sync.RWMutex
 	snap     *snapshot
 	cancelMu sync.Mutex
@@ -207,7 +208,9 @@ func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*regist
 	}
 	user := builtin.UserInfo{Success: true, UserID: req.Caller.AccountID, SessionID: req.Caller.SessionID}
 
-	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout, context.DeadlineExceeded)
+	// The tool's own deadline, kept clear of the caller's: the "timed out"
+	// result must reach the caller before it stops waiting.
+	ctx, cancel := context.WithDeadlineCause(ctx, registry.ToolDeadline(ctx, time.Now(), r.timeout(req.Name)), context.DeadlineExceeded)
 	defer cancel()
 	ctx, cancelCall := context.WithCancelCause(ctx)
 	defer cancelCall(nil)

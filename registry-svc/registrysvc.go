@@ -94,7 +94,7 @@ func (s *Service) Start(ctx context.Context) error {
 		log:     s.log,
 		pub:     n.Client,
 		tracer:  n.Tracer.Tracer("github.com/mirobody/mirobody-go/registry-svc"),
-		timeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
+		timeout: cfg.ToolTimeout,
 		cancels: map[callKey]context.CancelCauseFunc{},
 		deps:    &builtin.Deps{Client: n.Client, Log: s.log, SkillDirs: cfg.SkillDirs},
 		policy: &policy{kinds: newKindsCache(vfs.NewData(n.Client), s.log), vis: Visibility{
@@ -190,7 +190,7 @@ func (s *Service) reload(ctx context.Context, dirs []string) {
 	s.retired.Add(1)
 	go func() {
 		defer s.retired.Done()
-		closePool(s.retiring, old.pool, s.reg.timeout)
+		closePool(s.retiring, old.pool, s.opts.Config.MaxToolTimeout())
 	}()
 	if snap.revision == old.revision {
 		return
