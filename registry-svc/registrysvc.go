@@ -83,6 +83,9 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, err := range conf.MissingDirs(cfg.SkillDirs) {
+		s.log.Warn("a SKILL_DIRS folder is missing; read_skill finds none of its skills", "err", err)
+	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Tool discovery, visibility and execution",
 		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log})
 	if err != nil {

@@ -69,6 +69,9 @@ func (s *Service) Start(ctx context.Context) error {
 	if cfg.DatabaseURL == "" {
 		return errors.New("config: DATABASE_URL: vfs-svc needs a database")
 	}
+	for _, err := range conf.MissingDirs(cfg.SkillDirs) {
+		s.log.Warn("a SKILL_DIRS folder is missing; /skills shows none of its skills", "err", err)
+	}
 	pool, err := pg.Open(ctx, pg.PoolOptions{DSN: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns})
 	if err != nil {
 		return err

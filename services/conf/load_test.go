@@ -301,3 +301,12 @@ func TestToolTimeout(t *testing.T) {
 		t.Errorf("MaxToolTimeout = %s, want 300s", got)
 	}
 }
+
+func TestMissingDirs(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, "x: 1\n")
+	got := MissingDirs([]string{dir, filepath.Join(dir, "absent"), file})
+	if len(got) != 2 || !strings.Contains(got[0].Error(), "absent") || !strings.Contains(got[1].Error(), "not a folder") {
+		t.Errorf("MissingDirs = %v, want the absent folder and the file", got)
+	}
+}
