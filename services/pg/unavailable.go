@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -17,7 +18,9 @@ import (
 // refused work because it is shutting down, starting or full. Such a
 // request may succeed when retried later.
 func Unavailable(err error) bool {
-	if err == nil {
+	// A statement that ran out of time failed on a connection that works:
+	// that is the caller's deadline, whatever wraps it.
+	if err == nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return false
 	}
 	var pgErr *pgconn.PgError

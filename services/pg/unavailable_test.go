@@ -1,6 +1,7 @@
 package pg
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ func TestUnavailable(t *testing.T) {
 		{"network error", &net.OpError{Op: "read", Err: errors.New("connection reset by peer")}, true},
 		{"connection closed mid-read", fmt.Errorf("reading account: %w", io.ErrUnexpectedEOF), true},
 		{"our own error", errors.New("bad path"), false},
+		{"a statement past its deadline", fmt.Errorf("receive message failed: %w", &net.OpError{Op: "read", Err: context.DeadlineExceeded}), false},
 		{"a wire error", wire.Errorf(wire.NotFound, "no such file"), false},
 	}
 	for _, tt := range tests {
