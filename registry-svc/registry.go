@@ -109,14 +109,13 @@ func buildSnapshot(dirs []string, builtins []*builtin.Tool, pyTools []pyhost.Too
 
 // Registry answers list and call over one swappable snapshot.
 type Registry struct {
-	log    *slog.Logger
-	policy *policy
-	ext    *external // nil: no external MCP servers
-	deps   *builtin.Deps
-	pub    *wire.Client // publishes progress events
-	tracer trace.Tracer
-	// timeout is a tool's deadline (conf.Config.ToolTimeout).
-	timeout  func(name string) time.Duration
+	log      *slog.Logger
+	policy   *policy
+	ext      *external // nil: no external MCP servers
+	deps     *builtin.Deps
+	pub      *wire.Client // publishes progress events
+	tracer   trace.Tracer
+	timeout  func(name string) time.Duration // a tool's deadline (conf.Config.ToolTimeout)
 	mu       sync.RWMutex
 	snap     *snapshot
 	cancelMu sync.Mutex
