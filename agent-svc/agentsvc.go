@@ -108,6 +108,9 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}
 	s.warnPrivateMCPURL()
+	for _, err := range conf.MissingDirs(cfg.SkillDirs) {
+		s.log.Warn("a SKILL_DIRS folder is missing; the agent prompt lists none of its skills", "err", err)
+	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Deep and Base agent loops and LLM providers",
 		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
 	if err != nil {

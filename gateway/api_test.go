@@ -196,6 +196,9 @@ func TestAPIErrorsHideInternals(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || strings.Contains(string(body), "vfs.accounts") || !strings.Contains(string(body), "vfs service") {
 		t.Errorf("no responders: %d %s", resp.StatusCode, body)
 	}
+	if resp.Header.Get("Retry-After") != retryAfterUnavailable {
+		t.Errorf("503 with Retry-After %q, want %s", resp.Header.Get("Retry-After"), retryAfterUnavailable)
+	}
 	acc, err := wire.NewService(f.nc, wire.ServiceOptions{Name: "vfs", Version: "0.0.1", Log: servicetest.Logger(t)})
 	must(t, err)
 	t.Cleanup(func() { _ = acc.Stop(context.Background()) })

@@ -37,6 +37,11 @@ var codeTable = map[wire.Code]mapping{
 	wire.NotEmpty:           {http.StatusConflict, -32602},
 }
 
+// retryAfterUnavailable is the Retry-After (seconds) of every 503: an
+// outage behind the gateway (a service restarting, the database failing
+// over) usually heals within seconds.
+const retryAfterUnavailable = "5"
+
 // tooLarge is how resource_exhausted shows when its reason is too_large: a
 // payload over a size limit, not a rate over a budget. JSON-RPC has no
 // code of its own for it; the payload is nearly always the caller's
@@ -95,6 +100,9 @@ func (s *Service) writeAPIError(w http.ResponseWriter, r *http.Request, route st
 		}
 		code, m := mapCode(werr)
 		status, body = m.HTTP, apiError{Error: string(code), Message: werr.Message, Details: werr.Details}
+		if code == wire.Unavailable {
+			w.Header().Set("Retry-After", retryAfterUnavailable)
+		}
 	}
 	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	w.WriteHeader(status)

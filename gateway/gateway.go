@@ -131,11 +131,16 @@ func (s *Service) Stop(ctx context.Context) error {
 	return errors.Join(err, s.node.Stop(ctx))
 }
 
-// Checks implements svc.Checker: NATS plus every service the gateway calls.
+// Checks implements svc.Checker. The gateway is ready when NATS is: it
+// answers for the services it calls even while they are down (503
+// unavailable, and /mcp's Go built-ins need nothing but the registry), so
+// their health is detail for /healthz and the metrics, not readiness.
 func (s *Service) Checks() []svc.Check {
 	checks := s.node.Checks()
 	for _, dep := range []string{"registry", "vfs", "agent"} {
-		checks = append(checks, node.PingCheck(s.node.Client, dep))
+		c := node.PingCheck(s.node.Client, dep)
+		c.Detail = true
+		checks = append(checks, c)
 	}
 	return checks
 }

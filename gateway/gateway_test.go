@@ -43,6 +43,8 @@ type fakes struct {
 	mu      sync.Mutex
 	cancels []registry.CancelEvent
 	calls   []registry.CallRequest
+	// deadlines holds the deadline each call arrived with, as calls.
+	deadlines []time.Time
 	// started receives the CallID of every "block" call once it runs.
 	started chan string
 	// cancelled receives every CancelEvent published.
@@ -124,8 +126,10 @@ func startFakes(t testing.TB) *fakes {
 
 // call implements the fake tools.
 func (f *fakes) call(ctx context.Context, req *registry.CallRequest) (*registry.CallResponse, error) {
+	dl, _ := ctx.Deadline()
 	f.mu.Lock()
 	f.calls = append(f.calls, *req)
+	f.deadlines = append(f.deadlines, dl)
 	f.mu.Unlock()
 	text := func(s string) *registry.CallResponse {
 		b, _ := json.Marshal(map[string]string{"type": "text", "text": s})

@@ -413,7 +413,13 @@ func FuzzMCPPost(f *testing.F) {
 // without HTTP server or node.
 func testMCP(t testing.TB, fk *fakes) http.Handler {
 	t.Helper()
-	client := wire.NewClient(wire.ClientOptions{Conn: fk.nc})
+	return testMCPWith(t, fk, wire.NewClient(wire.ClientOptions{Conn: fk.nc}), time.Minute)
+}
+
+// testMCPWith is testMCP over client, with every tool's TOOL_TIMEOUT_S
+// toolTimeout.
+func testMCPWith(t testing.TB, fk *fakes, client *wire.Client, toolTimeout time.Duration) http.Handler {
+	t.Helper()
 	lim := authn.NewLimits(authn.LimitsOptions{Streams: 4})
 	m, err := mcpserver.New(mcpserver.Options{
 		Bus:          client,
@@ -421,6 +427,7 @@ func testMCP(t testing.TB, fk *fakes) http.Handler {
 		SessionKeys:  []string{testSecret},
 		SessionTTL:   time.Hour,
 		Limits:       lim,
+		ToolTimeout:  func(string) time.Duration { return toolTimeout },
 		Codes:        jsonrpcCode,
 		PublicURL:    "https://mcp.example",
 		MaxBodyBytes: 1 << 20,

@@ -46,6 +46,7 @@ func (s *Service) startParts() error {
 		SecretKey:      cfg.SecretKey,
 		SessionTTL:     time.Duration(cfg.MCPSessionTTLS) * time.Second,
 		Limits:         s.limits,
+		ToolTimeout:    cfg.ToolTimeout,
 		Codes:          jsonrpcCode,
 		PublicURL:      cfg.MCPPublicURL,
 		AllowedOrigins: cfg.AllowedOrigins,

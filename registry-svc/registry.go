@@ -115,7 +115,7 @@ type Registry struct {
 	deps     *builtin.Deps
 	pub      *wire.Client // publishes progress events
 	tracer   trace.Tracer
-	timeout  time.Duration
+	timeout  func(name string) time.Duration // a tool's deadline (conf.Config.ToolTimeout)
 	mu       sync.RWMutex
 	snap     *snapshot
 	cancelMu sync.Mutex
@@ -207,7 +207,9 @@ func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*regist
 	}
 	user := builtin.UserInfo{Success: true, UserID: req.Caller.AccountID, SessionID: req.Caller.SessionID}
 
-	ctx, cancel := context.WithTimeoutCause(ctx, r.timeout, context.DeadlineExceeded)
+	// The tool's own deadline, kept clear of the caller's: the "timed out"
+	// result must reach the caller before it stops waiting.
+	ctx, cancel := context.WithDeadlineCause(ctx, registry.ToolDeadline(ctx, time.Now(), r.timeout(req.Name)), context.DeadlineExceeded)
 	defer cancel()
 	ctx, cancelCall := context.WithCancelCause(ctx)
 	defer cancelCall(nil)

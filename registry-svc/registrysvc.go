@@ -90,6 +90,9 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, err := range conf.MissingDirs(cfg.SkillDirs) {
+		s.log.Warn("a SKILL_DIRS folder is missing; read_skill finds none of its skills", "err", err)
+	}
 	if len(s.pyDirs) > 0 {
 		if s.sandbox, err = s.toolSandbox(ctx); err != nil {
 			return err
@@ -106,7 +109,7 @@ func (s *Service) Start(ctx context.Context) error {
 		log:     s.log,
 		pub:     n.Client,
 		tracer:  n.Tracer.Tracer("github.com/mirobody/mirobody-go/registry-svc"),
-		timeout: time.Duration(cfg.ToolTimeoutS) * time.Second,
+		timeout: cfg.ToolTimeout,
 		cancels: map[callKey]context.CancelCauseFunc{},
 		deps:    &builtin.Deps{Client: n.Client, Log: s.log, SkillDirs: cfg.SkillDirs},
 		policy: &policy{kinds: newKindsCache(userdata.NewData(n.Client), s.log), vis: Visibility{
@@ -203,7 +206,7 @@ func (s *Service) reload(ctx context.Context, dirs []string) {
 	s.retired.Add(1)
 	go func() {
 		defer s.retired.Done()
-		closePool(s.retiring, old.pool, s.reg.timeout)
+		closePool(s.retiring, old.pool, s.opts.Config.MaxToolTimeout())
 	}()
 	if snap.revision == old.revision {
 		return

@@ -185,6 +185,50 @@ func TestTimeouts(t *testing.T) {
 	}
 }
 
+// TestToolDeadlines: a tool's TOOL_TIMEOUTS entry overrides TOOL_TIMEOUT_S,
+// and a caller's shorter deadline wins, with the "timed out" result
+// reaching the caller before its deadline instead of a deadline error.
+// The one host process is free again at once either way.
+func TestToolDeadlines(t *testing.T) {
+	e := start(t, map[string]string{"MCP_TOOL_DIRS": "testdata/calls", "PYTHON_WORKERS": "1", "TOOL_TIMEOUT_S": "60",
+		"TOOL_TIMEOUTS": `{"sleep_sync": 1}`})
+	tests := []struct {
+		name, tool string
+		caller     time.Duration // the caller's own deadline; 0: none
+	}{
+		{"per-tool timeout", "sleep_sync", 0},
+		{"caller deadline", "sleep_async", 3 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			if tt.caller > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.caller)
+				defer cancel()
+			}
+			began := time.Now()
+			r, err := e.client.Call(ctx, &registry.CallRequest{Caller: alice, Name: tt.tool, Arguments: json.RawMessage(`{"seconds": 30}`)})
+			if err != nil {
+				t.Fatalf("want a timed-out result, got %v", err)
+			}
+			if !r.IsError || !strings.Contains(text(r), "timed out") {
+				t.Errorf("got %q (isError %v), want a timed-out error result", text(r), r.IsError)
+			}
+			if d := time.Since(began); d > 4*time.Second {
+				t.Errorf("took %s", d)
+			}
+			began = time.Now()
+			if r, err := e.call(t, alice, "echo", `{"text": "after"}`); err != nil || text(r) != "after" {
+				t.Errorf("call after timeout: %v %v", r, err)
+			}
+			if d := time.Since(began); d > time.Second {
+				t.Errorf("the next call took %s", d)
+			}
+		})
+	}
+}
+
 func TestCancel(t *testing.T) {
 	e := start(t, map[string]string{"MCP_TOOL_DIRS": "testdata/calls", "PYTHON_WORKERS": "1"})
 	done := make(chan *registry.CallResponse, 1)

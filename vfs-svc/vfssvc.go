@@ -69,6 +69,9 @@ func (s *Service) Start(ctx context.Context) error {
 	if cfg.DatabaseURL == "" {
 		return errors.New("config: DATABASE_URL: vfs-svc needs a database")
 	}
+	for _, err := range conf.MissingDirs(cfg.SkillDirs) {
+		s.log.Warn("a SKILL_DIRS folder is missing; /skills shows none of its skills", "err", err)
+	}
 	pool, err := pg.Open(ctx, pg.PoolOptions{DSN: cfg.DatabaseURL, MaxConns: cfg.DBMaxConns})
 	if err != nil {
 		return err
@@ -83,7 +86,8 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "virtual filesystem, accounts and user data",
-		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
+		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics,
+		Classify: pg.Classify})
 	if err != nil {
 		pool.Close()
 		return err

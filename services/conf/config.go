@@ -47,16 +47,18 @@ type Config struct {
 	DisallowedToolsDeep []string `key:"DISALLOWED_TOOLS_DEEP" default:""`
 	AllowedToolsBase    []string `key:"ALLOWED_TOOLS_BASE" default:""`
 	DisallowedToolsBase []string `key:"DISALLOWED_TOOLS_BASE" default:""`
-	ToolTimeoutS        int      `key:"TOOL_TIMEOUT_S" default:"60" min:"1"`
-	Python              string   `key:"PYTHON" default:""`
-	PythonWorkers       int      `key:"PYTHON_WORKERS" default:"2" min:"1"`
-	ToolsWatch          bool     `key:"TOOLS_WATCH" default:"true"`
-	MCPClientAllowPriv  bool     `key:"MCP_CLIENT_ALLOW_PRIVATE" default:"false"`
-	ToolEnv             []string `key:"TOOL_ENV" default:""`
-	ExtMaxResultBytes   int      `key:"EXTERNAL_MAX_RESULT_BYTES" default:"4194304" min:"65536"`
-	ExtMaxTools         int      `key:"EXTERNAL_MAX_TOOLS" default:"500" min:"1"`
-	ToolSandbox         string   `key:"TOOL_SANDBOX" default:"auto" enum:"required|auto|off"`
-	ToolPaths           []string `key:"TOOL_PATHS" default:""`
+	// The gateway reads the tool timeouts too: see Config.ToolTimeout.
+	ToolTimeoutS       int            `key:"TOOL_TIMEOUT_S" default:"60" min:"1"`
+	ToolTimeouts       map[string]int `key:"TOOL_TIMEOUTS" default:"" min:"1"`
+	Python             string         `key:"PYTHON" default:""`
+	PythonWorkers      int            `key:"PYTHON_WORKERS" default:"2" min:"1"`
+	ToolsWatch         bool           `key:"TOOLS_WATCH" default:"true"`
+	MCPClientAllowPriv bool           `key:"MCP_CLIENT_ALLOW_PRIVATE" default:"false"`
+	ToolEnv            []string       `key:"TOOL_ENV" default:""`
+	ExtMaxResultBytes  int            `key:"EXTERNAL_MAX_RESULT_BYTES" default:"4194304" min:"65536"`
+	ExtMaxTools        int            `key:"EXTERNAL_MAX_TOOLS" default:"500" min:"1"`
+	ToolSandbox        string         `key:"TOOL_SANDBOX" default:"auto" enum:"required|auto|off"`
+	ToolPaths          []string       `key:"TOOL_PATHS" default:""`
 
 	// agent-svc.
 	DefaultAgent    string              `key:"DEFAULT_AGENT" default:"deep" enum:"deep|base"`

@@ -256,6 +256,16 @@ func (f field) check(v reflect.Value) error {
 		if f.min != nil && v.Int() < int64(*f.min) {
 			return fmt.Errorf("%d is below the minimum %d", v.Int(), *f.min)
 		}
+	case reflect.Map:
+		// A minimum applies to each value of a map of integers.
+		if f.min == nil || v.Type().Elem().Kind() != reflect.Int {
+			return nil
+		}
+		for _, k := range v.MapKeys() {
+			if n := v.MapIndex(k).Int(); n < int64(*f.min) {
+				return fmt.Errorf("%v: %d is below the minimum %d", k, n, *f.min)
+			}
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -98,6 +99,8 @@ func TestInvalidValues(t *testing.T) {
 		{"secret url is not echoed", "", map[string]string{"DATABASE_URL": "pass:hunter2"}, `config: DATABASE_URL: "***" is not an absolute URL`},
 		{"addr", "HTTP_ADDR: nowhere\n", nil, `config: HTTP_ADDR: "nowhere" is not a host:port listen address`},
 		{"list type", "MCP_TOOL_DIRS: {a: 1}\n", nil, "config: MCP_TOOL_DIRS: want a list"},
+		{"map value below minimum", "", map[string]string{"TOOL_TIMEOUTS": `{"slow": 0}`}, "config: TOOL_TIMEOUTS: slow: 0 is below the minimum 1"},
+		{"map value type", "TOOL_TIMEOUTS: {slow: soon}\n", nil, "config: TOOL_TIMEOUTS: want a mapping"},
 		{"not a mapping", "- a\n- b\n", nil, "the top level must be a mapping"},
 	}
 	for _, tt := range tests {
@@ -281,5 +284,30 @@ FILED_KEY: from-file
 		if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "sk-pasted") {
 			t.Errorf("err %v, want %q without the value", err, tt.want)
 		}
+	}
+}
+
+func TestToolTimeout(t *testing.T) {
+	res, err := Load(LoadOptions{Path: writeFile(t, "TOOL_TIMEOUT_S: 30\nTOOL_TIMEOUTS: {render: 300, ping: 2}\n"), LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.Config
+	for name, want := range map[string]time.Duration{"render": 300 * time.Second, "ping": 2 * time.Second, "other": 30 * time.Second} {
+		if got := c.ToolTimeout(name); got != want {
+			t.Errorf("ToolTimeout(%s) = %s, want %s", name, got, want)
+		}
+	}
+	if got := c.MaxToolTimeout(); got != 300*time.Second {
+		t.Errorf("MaxToolTimeout = %s, want 300s", got)
+	}
+}
+
+func TestMissingDirs(t *testing.T) {
+	dir := t.TempDir()
+	file := writeFile(t, "x: 1\n")
+	got := MissingDirs([]string{dir, filepath.Join(dir, "absent"), file})
+	if len(got) != 2 || !strings.Contains(got[0].Error(), "absent") || !strings.Contains(got[1].Error(), "not a folder") {
+		t.Errorf("MissingDirs = %v, want the absent folder and the file", got)
 	}
 }

@@ -105,10 +105,6 @@ func Probe(nc *nats.Conn) func(context.Context) error {
 type ServerOptions struct {
 	// Listen is host:port for clients; empty means 127.0.0.1 on a free port.
 	Listen string
-	// JetStream turns JetStream on, storing under StoreDir.
-	JetStream bool
-	// StoreDir is where JetStream keeps its data.
-	StoreDir string
 	// Users, when set, are the only clients admitted, each with its
 	// permissions (see ServerUsers); nil admits anyone.
 	Users []*server.NkeyUser
@@ -149,8 +145,6 @@ func (s *Server) Start(context.Context) error {
 		ServerName: "mirobody-embedded",
 		Host:       host,
 		Port:       port,
-		JetStream:  s.opts.JetStream,
-		StoreDir:   s.opts.StoreDir,
 		Nkeys:      s.opts.Users,
 		NoSigs:     true,
 		NoLog:      s.opts.Log == nil,

@@ -39,6 +39,9 @@ type Options struct {
 	Log *slog.Logger
 	// Metrics receives the request metrics; nil means none.
 	Metrics prometheus.Registerer
+	// Classify names the wire error of a handler error that is not one
+	// (wire.ServiceOptions.Classify); nil means internal.
+	Classify func(error) *wire.Error
 }
 
 // Node is one service's connection, tracer provider, micro service and client.
@@ -74,7 +77,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, err
 	}
 	ws, err := wire.NewService(nc, wire.ServiceOptions{Name: opts.Name, Version: buildinfo.Version,
-		Description: opts.Description, Log: opts.Log, TracerProvider: tp, Metrics: metrics})
+		Description: opts.Description, Log: opts.Log, TracerProvider: tp, Metrics: metrics, Classify: opts.Classify})
 	if err != nil {
 		nc.Close()
 		_ = tp.Shutdown(ctx)

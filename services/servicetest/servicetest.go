@@ -52,7 +52,7 @@ func (w *testWriter) close() {
 // returns its client URL.
 func NATS(t testing.TB) string {
 	t.Helper()
-	s := natsx.NewServer(natsx.ServerOptions{JetStream: true, StoreDir: t.TempDir()})
+	s := natsx.NewServer(natsx.ServerOptions{})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatalf("starting embedded NATS: %v", err)
 	}
@@ -82,7 +82,7 @@ func SecureNATS(t testing.TB) *SecureServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := natsx.NewServer(natsx.ServerOptions{JetStream: true, StoreDir: t.TempDir(), Users: users})
+	s := natsx.NewServer(natsx.ServerOptions{Users: users})
 	if err := s.Start(context.Background()); err != nil {
 		t.Fatalf("starting embedded NATS: %v", err)
 	}

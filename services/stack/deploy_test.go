@@ -19,6 +19,10 @@ import (
 // repoRoot is where docker-compose.yml and deploy/ live.
 const repoRoot = "../.."
 
+// skillReaders are the deploy targets that read SKILL_DIRS: registry-svc
+// (read_skill), agent-svc (the prompt's skill list) and vfs-svc (/skills).
+var skillReaders = []string{"registry-svc", "agent-svc", "vfs-svc"}
+
 type composeFile struct {
 	Services map[string]struct {
 		Image   string            `yaml:"image"`
@@ -112,6 +116,9 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("%s: no NATS_URL", name)
 		}
 	}
+	if !bytes.Contains(dockerfile, []byte("COPY skills /app/skills")) || !bytes.Contains(dockerfile, []byte("SKILL_DIRS=/app/skills")) {
+		t.Error("the Dockerfile must ship the skills folder at SKILL_DIRS")
+	}
 	if cf.Services["agent-svc"].Deploy.Replicas != 2 {
 		t.Errorf("agent-svc replicas = %d, want 2", cf.Services["agent-svc"].Deploy.Replicas)
 	}
@@ -139,9 +146,21 @@ func TestComposeFile(t *testing.T) {
 			}
 		}
 	}
+	// Every service that reads SKILL_DIRS gets it, with the folder mounted there.
+	for _, name := range skillReaders {
+		s := cf.Services[name]
+		dir := s.Env["SKILL_DIRS"]
+		if dir == "" || !slices.Contains(s.Volumes, "./skills:"+dir+":ro") {
+			t.Errorf("%s: SKILL_DIRS %q with volumes %v, want ./skills mounted read-only there", name, dir, s.Volumes)
+		}
+	}
 	natsConf, err := os.ReadFile(filepath.Join(repoRoot, "deploy/nats/nats.conf"))
-	if err != nil || !bytes.Contains(natsConf, []byte("jetstream")) || !bytes.Contains(natsConf, []byte("http_port")) {
-		t.Errorf("deploy/nats/nats.conf must enable JetStream and monitoring (err %v)", err)
+	if err != nil || !bytes.Contains(natsConf, []byte("http_port")) {
+		t.Errorf("deploy/nats/nats.conf must enable monitoring (err %v)", err)
+	}
+	// Nothing uses JetStream: enabling it would only keep state to back up.
+	if bytes.Contains(bytes.ToLower(natsConf), []byte("jetstream {")) || slices.ContainsFunc(cf.Services["nats"].Volumes, func(v string) bool { return strings.Contains(v, ":/data") }) {
+		t.Errorf("NATS must not enable JetStream or keep a data volume")
 	}
 
 	// NATS: authenticated, not on the host, one seed per service.
@@ -200,7 +219,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Fatal("no manifests")
 	}
 	kinds := map[string]bool{}
-	credsDir := ""
+	credsDir, skillDirs := "", ""
 	deployments := map[string][]k8sVolume{}
 	pods := map[string]k8sPod{}
 	var natsSet k8sPod
@@ -239,7 +258,7 @@ func TestKubernetesManifests(t *testing.T) {
 			case doc.Kind == "StatefulSet" && doc.Metadata.Name == "nats":
 				natsSet = doc.Spec.Template.Spec
 			case doc.Kind == "ConfigMap" && doc.Metadata.Name == "mirobody-config":
-				credsDir = doc.Data["NATS_CREDS_DIR"]
+				credsDir, skillDirs = doc.Data["NATS_CREDS_DIR"], doc.Data["SKILL_DIRS"]
 			case doc.Kind == "ConfigMap" && doc.Metadata.Name == "nats-config":
 				for _, name := range []string{"nats.conf", "auth.conf"} {
 					want, err := os.ReadFile(filepath.Join(repoRoot, "deploy/nats", name))
@@ -305,6 +324,20 @@ func TestKubernetesManifests(t *testing.T) {
 			}
 		}
 	}
+	// Every service that reads SKILL_DIRS (mirobody-config) mounts the skills there.
+	for _, name := range skillReaders {
+		if !slices.ContainsFunc(deployments[name], func(v k8sVolume) bool {
+			return v.ConfigMap.Name == "mirobody-skills" && v.MountPath == skillDirs
+		}) {
+			t.Errorf("%s does not mount mirobody-skills at SKILL_DIRS %q", name, skillDirs)
+		}
+	}
+	if skillDirs == "" {
+		t.Error("mirobody-config has no SKILL_DIRS")
+	}
+	if slices.ContainsFunc(natsSet.Volumes, func(v k8sVolume) bool { return v.Name == "data" }) {
+		t.Error("the nats StatefulSet keeps a data volume, but nothing uses JetStream")
+	}
 	if len(natsSet.Containers) != 1 || !slices.Contains(natsSet.Containers[0].Args, "/etc/nats/nats.conf") ||
 		len(natsSet.Containers[0].EnvFrom) != 1 || natsSet.Containers[0].EnvFrom[0].ConfigMapRef.Name != "mirobody-nats-users" {
 		t.Errorf("the nats StatefulSet must run nats-config's nats.conf with the public keys of mirobody-nats-users: %+v", natsSet)
@@ -341,6 +374,9 @@ type k8sVolume struct {
 		SecretName string                 `yaml:"secretName"`
 		Items      []struct{ Key string } `yaml:"items"`
 	} `yaml:"secret"`
+	ConfigMap struct {
+		Name string `yaml:"name"`
+	} `yaml:"configMap"`
 	MountPath string `yaml:"-"`
 }
 

@@ -79,7 +79,7 @@ func Dev(opts DevOptions) ([]svc.Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns := natsx.NewServer(natsx.ServerOptions{Listen: listen, JetStream: true, StoreDir: filepath.Join(dir, "nats"), Users: users, Log: log})
+	ns := natsx.NewServer(natsx.ServerOptions{Listen: listen, Users: users, Log: log})
 	services := []svc.Service{ns, &Func{Label: "nats-url", StartFn: func() error {
 		cfg.NATSURL = ns.ClientURL()
 		return nil

@@ -46,7 +46,7 @@ func testConfig(t *testing.T, natsURL, dsn string) *conf.Config {
 // listener, and stops them at cleanup.
 func startGroup(t *testing.T, services ...svc.Service) *svc.Admin {
 	t.Helper()
-	admin := svc.NewAdmin(svc.AdminOptions{Addr: "127.0.0.1:0"})
+	admin := svc.NewAdmin(svc.AdminOptions{Addr: "127.0.0.1:0", HealthInterval: 100 * time.Millisecond})
 	g := svc.NewGroup(svc.Options{Services: services, Admin: admin, Log: servicetest.Logger(t), Grace: 10 * time.Second})
 	if err := g.Start(context.Background()); err != nil {
 		t.Fatalf("starting %v: %v", services, err)
@@ -80,9 +80,20 @@ func readyz(t *testing.T, admin *svc.Admin) (int, svc.ReadyReport) {
 	return code, rep
 }
 
+func healthz(t *testing.T, admin *svc.Admin) svc.HealthReport {
+	t.Helper()
+	code, body := httpGet(t, "http://"+admin.Addr()+"/healthz", "")
+	var rep svc.HealthReport
+	if err := json.Unmarshal(body, &rep); err != nil || code != http.StatusOK {
+		t.Fatalf("healthz = %d %q: %v", code, body, err)
+	}
+	return rep
+}
+
 // TestVFSOutageAndRecovery runs the stack in both topologies, stops
-// vfs-svc, checks that the gateway notices within 2 s and fails fast, and
-// that a new vfs-svc restores service with nothing else restarted.
+// vfs-svc, checks that the gateway stays ready (it answers 503 fast), shows
+// vfs down on /healthz within 2 s, and that a new vfs-svc restores service
+// with nothing else restarted.
 func TestVFSOutageAndRecovery(t *testing.T) {
 	for _, split := range []bool{false, true} {
 		name := map[bool]string{false: "all-in-one", true: "split"}[split]
@@ -135,15 +146,18 @@ func TestVFSOutageAndRecovery(t *testing.T) {
 			}
 			stopped := time.Now()
 			servicetest.Eventually(t, 2*time.Second, func() bool {
-				code, rep := readyz(t, gwAdmin)
-				return code == http.StatusServiceUnavailable && rep.Checks["gateway.vfs"] != "ok" && rep.Checks["gateway.vfs"] != ""
-			}, "gateway /readyz names vfs as down")
+				d := healthz(t, gwAdmin).Details["gateway.vfs"]
+				return d != "ok" && d != ""
+			}, "gateway /healthz names vfs as down")
 			t.Logf("gateway noticed vfs-svc down after %s", time.Since(stopped).Round(time.Millisecond))
-			_, rep := readyz(t, gwAdmin)
+			details := healthz(t, gwAdmin).Details
 			for _, up := range []string{"gateway.registry", "gateway.agent", "gateway.nats"} {
-				if rep.Checks[up] != "ok" {
-					t.Errorf("%s = %q while only vfs is down", up, rep.Checks[up])
+				if details[up] != "ok" {
+					t.Errorf("%s = %q while only vfs is down", up, details[up])
 				}
+			}
+			if code, rep := readyz(t, gwAdmin); split && code != http.StatusOK || rep.Checks["gateway.nats"] != "ok" || rep.Checks["gateway.vfs"] != "" {
+				t.Errorf("gateway /readyz while vfs is down = %d %+v, want ready on NATS alone", code, rep)
 			}
 			t0 := time.Now()
 			code, body := httpGet(t, me, key.Key)
@@ -164,19 +178,15 @@ func TestVFSOutageAndRecovery(t *testing.T) {
 				t.Cleanup(func() { _ = v2.Stop(context.Background()) })
 			}
 			servicetest.Eventually(t, 5*time.Second, func() bool {
-				code, rep := readyz(t, gwAdmin)
-				if split {
-					return code == http.StatusOK
-				}
 				// All-in-one: the stopped vfs-svc component still reports
 				// down; the gateway's own view must recover.
-				for name, res := range rep.Checks {
+				for name, res := range healthz(t, gwAdmin).Details {
 					if strings.HasPrefix(name, "gateway.") && res != "ok" {
 						return false
 					}
 				}
 				return true
-			}, "gateway ready again after vfs-svc restart")
+			}, "gateway sees vfs again after vfs-svc restart")
 			if code, body := httpGet(t, me, key.Key); code != http.StatusOK {
 				t.Fatalf("GET /api/me after recovery = %d %s", code, body)
 			}

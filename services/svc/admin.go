@@ -28,17 +28,25 @@ type AdminOptions struct {
 	Registry *prometheus.Registry
 	// Log receives listener errors.
 	Log *slog.Logger
+	// HealthInterval is how often every check runs for /healthz and the
+	// mirobody_dependency_up metric; zero means 5 s.
+	HealthInterval time.Duration
 }
 
-// Admin serves /healthz (alive), /readyz (every dependency reachable and not
-// draining) and /metrics.
+// Admin serves /healthz (alive, with the last state of every dependency),
+// /readyz (every dependency the service needs reachable, and not draining)
+// and /metrics.
 type Admin struct {
 	opts   AdminOptions
 	ready  atomic.Bool
 	mu     sync.Mutex
 	checks []Check
+	health map[string]string // last result of every check, under mu
+	up     *prometheus.GaugeVec
 	srv    *http.Server
 	ln     net.Listener
+	stop   chan struct{}
+	done   chan struct{}
 }
 
 // NewAdmin returns an Admin listener that is not started.
@@ -46,10 +54,21 @@ func NewAdmin(opts AdminOptions) *Admin {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	return &Admin{opts: opts}
+	if opts.HealthInterval <= 0 {
+		opts.HealthInterval = 5 * time.Second
+	}
+	up := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mirobody_dependency_up",
+		Help: "Whether a dependency answered its last health check (1) or not (0), by check."}, []string{"check"})
+	if err := opts.Registry.Register(up); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			up = are.ExistingCollector.(*prometheus.GaugeVec)
+		}
+	}
+	return &Admin{opts: opts, up: up, health: map[string]string{}}
 }
 
-// AddChecks adds readiness dependencies.
+// AddChecks adds dependencies.
 func (a *Admin) AddChecks(c ...Check) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -70,10 +89,7 @@ func (a *Admin) Addr() string {
 // Handler returns the admin HTTP handler.
 func (a *Admin) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	mux.HandleFunc("GET /healthz", a.healthz)
 	mux.HandleFunc("GET /readyz", a.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.opts.Registry, promhttp.HandlerOpts{}))
 	return mux
@@ -86,18 +102,43 @@ type ReadyReport struct {
 	Checks map[string]string `json:"checks"`
 }
 
-// Report runs every check concurrently and returns the combined result.
+// HealthReport is the JSON body of /healthz: the process is alive, and
+// Details holds every dependency's state at its last check ("ok" or
+// "down: <reason>"), those that do not decide readiness included.
+type HealthReport struct {
+	Status  string            `json:"status"`
+	Details map[string]string `json:"details"`
+}
+
+// Report runs every readiness check (not the Detail ones) concurrently and
+// returns the combined result.
 func (a *Admin) Report(ctx context.Context) ReadyReport {
-	a.mu.Lock()
-	checks := append([]Check(nil), a.checks...)
-	a.mu.Unlock()
 	rep := ReadyReport{Ready: a.ready.Load(), Status: "ready", Checks: map[string]string{}}
+	for name, res := range a.probe(ctx, false) {
+		rep.Checks[name] = res
+		if res != "ok" {
+			rep.Ready = false
+		}
+	}
 	if !rep.Ready {
 		rep.Status = "not ready"
 	}
+	return rep
+}
+
+// probe runs the checks (with the Detail ones when all is set)
+// concurrently and returns each one's result.
+func (a *Admin) probe(ctx context.Context, all bool) map[string]string {
+	a.mu.Lock()
+	checks := append([]Check(nil), a.checks...)
+	a.mu.Unlock()
+	out := map[string]string{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, c := range checks {
+		if c.Detail && !all {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -108,16 +149,49 @@ func (a *Admin) Report(ctx context.Context) ReadyReport {
 				res = "down: " + err.Error()
 			}
 			mu.Lock()
-			rep.Checks[c.Name] = res
-			if res != "ok" {
-				rep.Ready = false
-				rep.Status = "not ready"
-			}
+			out[c.Name] = res
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
-	return rep
+	return out
+}
+
+// monitor runs every check each HealthInterval, for /healthz and the
+// metric, until Stop. Liveness probes then never wait on a dependency.
+func (a *Admin) monitor() {
+	defer close(a.done)
+	t := time.NewTicker(a.opts.HealthInterval)
+	defer t.Stop()
+	for {
+		results := a.probe(context.Background(), true)
+		a.mu.Lock()
+		a.health = results
+		a.mu.Unlock()
+		for name, res := range results {
+			v := 0.0
+			if res == "ok" {
+				v = 1
+			}
+			a.up.WithLabelValues(name).Set(v)
+		}
+		select {
+		case <-t.C:
+		case <-a.stop:
+			return
+		}
+	}
+}
+
+func (a *Admin) healthz(w http.ResponseWriter, _ *http.Request) {
+	a.mu.Lock()
+	rep := HealthReport{Status: "ok", Details: make(map[string]string, len(a.health))}
+	for k, v := range a.health {
+		rep.Details[k] = v
+	}
+	a.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(rep)
 }
 
 func (a *Admin) readyz(w http.ResponseWriter, r *http.Request) {
@@ -142,15 +216,21 @@ func (a *Admin) Start(context.Context) error {
 			a.opts.Log.Error("admin listener failed", "err", err)
 		}
 	}()
+	a.stop, a.done = make(chan struct{}), make(chan struct{})
+	go a.monitor()
 	return nil
 }
 
-// Stop closes the listener.
+// Stop ends the health checks and closes the listener.
 func (a *Admin) Stop(ctx context.Context) error {
 	if a.srv == nil {
 		return nil
 	}
-	if err := a.srv.Shutdown(ctx); err != nil {
+	srv := a.srv
+	a.srv = nil
+	close(a.stop)
+	<-a.done
+	if err := srv.Shutdown(ctx); err != nil {
 		return fmt.Errorf("stopping admin listener: %w", err)
 	}
 	return nil

@@ -26,12 +26,19 @@ type Service interface {
 	Stop(ctx context.Context) error
 }
 
-// Check is one readiness dependency.
+// Check is one dependency of a service.
 type Check struct {
-	// Name appears as the key in /readyz output.
+	// Name appears as the key in /readyz and /healthz output.
 	Name string
 	// Probe returns nil when the dependency is reachable.
 	Probe func(ctx context.Context) error
+	// Detail marks a dependency the service serves without (the gateway
+	// and the services behind it): it shows on /healthz and in the
+	// mirobody_dependency_up metric, but never makes the binary unready,
+	// because a load balancer that drops every replica during a backend
+	// outage turns answers (503 unavailable, or whatever still works) into
+	// connection errors.
+	Detail bool
 }
 
 // Checker is implemented by services that contribute readiness checks; they

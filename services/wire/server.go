@@ -40,24 +40,29 @@ type ServiceOptions struct {
 	MaxConcurrent int
 	// Metrics records every request; nil means none.
 	Metrics *Metrics
+	// Classify gives a handler error that is not an *Error its wire
+	// error (a lost database connection is unavailable, not internal);
+	// nil, or a nil result, means internal. The full error is logged.
+	Classify func(error) *Error
 }
 
 // Service is a nats.go micro service whose endpoints are typed handlers.
 // Handlers run concurrently (a plain micro endpoint handles one message at a
 // time), and Stop waits for the ones in flight.
 type Service struct {
-	micro   micro.Service
-	nc      *nats.Conn
-	name    string
-	version string
-	started time.Time
-	log     *slog.Logger
-	tracer  trace.Tracer
-	prop    propagation.TextMapPropagator
-	maxConc int
-	metrics *Metrics
-	stats   *endpointStats
-	wg      sync.WaitGroup
+	micro    micro.Service
+	nc       *nats.Conn
+	name     string
+	version  string
+	started  time.Time
+	log      *slog.Logger
+	tracer   trace.Tracer
+	prop     propagation.TextMapPropagator
+	maxConc  int
+	metrics  *Metrics
+	classify func(error) *Error
+	stats    *endpointStats
+	wg       sync.WaitGroup
 }
 
 // PingResponse answers <service>.sys.ping.
@@ -105,17 +110,18 @@ func NewService(nc *nats.Conn, opts ServiceOptions) (*Service, error) {
 		return nil, fmt.Errorf("adding micro service %s: %w", opts.Name, err)
 	}
 	s := &Service{
-		nc:      nc,
-		micro:   ms,
-		name:    opts.Name,
-		version: opts.Version,
-		started: time.Now().UTC(),
-		log:     opts.Log.With("service", opts.Name),
-		tracer:  tp.Tracer("github.com/mirobody/mirobody-go/services/wire"),
-		prop:    propagation.TraceContext{},
-		maxConc: opts.MaxConcurrent,
-		metrics: opts.Metrics,
-		stats:   stats,
+		nc:       nc,
+		micro:    ms,
+		name:     opts.Name,
+		version:  opts.Version,
+		started:  time.Now().UTC(),
+		log:      opts.Log.With("service", opts.Name),
+		tracer:   tp.Tracer("github.com/mirobody/mirobody-go/services/wire"),
+		prop:     propagation.TraceContext{},
+		maxConc:  opts.MaxConcurrent,
+		metrics:  opts.Metrics,
+		classify: opts.Classify,
+		stats:    stats,
 	}
 	if err := Serve(s, SysPing(s.name), s.ping); err != nil {
 		return nil, err
@@ -335,6 +341,12 @@ func (s *Service) toWire(ctx context.Context, subject string, err error) *Error 
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &Error{Code: DeadlineExceeded, Message: "deadline exceeded while handling " + subject}
+	}
+	if s.classify != nil {
+		if werr := s.classify(err); werr != nil {
+			s.log.WarnContext(ctx, "request failed", "subject", subject, "request_id", RequestID(ctx), "code", werr.Code, "err", err)
+			return werr
+		}
 	}
 	s.log.ErrorContext(ctx, "request failed", "subject", subject, "request_id", RequestID(ctx), "err", err)
 	return &Error{Code: Internal, Message: fmt.Sprintf("%s (request id %s)", errInternal, RequestID(ctx))}

@@ -277,3 +277,35 @@ func TestConcurrentErrorReplies(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A handler error that is not an *Error is internal, unless the service's
+// Classify names its code (a lost database connection is unavailable).
+func TestClassify(t *testing.T) {
+	url := servicetest.NATS(t)
+	lost := errors.New("connection lost")
+	s, err := wire.NewService(servicetest.Conn(t, url), wire.ServiceOptions{Name: "cls", Version: "0.1.0", Log: servicetest.Logger(t),
+		Classify: func(err error) *wire.Error {
+			if errors.Is(err, lost) {
+				return wire.Errorf(wire.Unavailable, "the database is unavailable")
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	for verb, herr := range map[string]error{"lost": fmt.Errorf("reading: %w", lost), "bug": errors.New("nil map")} {
+		ep := wire.Endpoint[wire.Empty, wire.Empty]{Subject: "cls.test." + verb}
+		if err := wire.Serve(s, ep, func(context.Context, *wire.Empty) (*wire.Empty, error) { return nil, herr }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := servicetest.Client(t, url)
+	for verb, want := range map[string]wire.Code{"lost": wire.Unavailable, "bug": wire.Internal} {
+		ep := wire.Endpoint[wire.Empty, wire.Empty]{Subject: "cls.test." + verb}
+		_, err := ep.Call(context.Background(), c, &wire.Empty{})
+		if got := wire.CodeOf(err); got != want {
+			t.Errorf("%s: %v, want %s", verb, err, want)
+		}
+	}
+}

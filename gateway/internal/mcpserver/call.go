@@ -92,8 +92,12 @@ func progressToken(params json.RawMessage) any {
 }
 
 // call runs the tool through the registry. When progress is set, the
-// registry's progress events for this call are passed to it. A caller that
-// goes away (legacy disconnect, modern stream close) cancels the call.
+// registry's progress events for this call are passed to it. The call has
+// the tool's deadline (TOOL_TIMEOUT_S or its TOOL_TIMEOUTS entry) plus the
+// registry's reply margin: the registry answers a call past its deadline
+// with a "timed out" result itself. A caller that goes away (legacy
+// disconnect, modern stream close), or a registry that does not answer in
+// time, cancels the call.
 func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, progress func(registry.ProgressEvent)) (any, *rpcError) {
 	var p callParams
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
@@ -114,10 +118,17 @@ func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, progress
 			defer stop()
 		}
 	}
-	resp, err := m.registry.Call(ctx, req)
+	callCtx, cancel := context.WithTimeout(ctx, registry.CallTimeout(m.ToolTimeout(p.Name)))
+	defer cancel()
+	resp, err := m.registry.Call(callCtx, req)
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			m.cancel(context.WithoutCancel(ctx), q, req.CallID, "the client went away")
+		case callCtx.Err() != nil || wire.IsCode(err, wire.DeadlineExceeded):
+			// The registry did not answer in time: whatever runs the
+			// call must stop it, not finish it for nobody.
+			m.cancel(context.WithoutCancel(ctx), q, req.CallID, "timed out")
 		}
 		return nil, m.registryError(ctx, err)
 	}

@@ -62,6 +62,10 @@ type Options struct {
 	SessionTTL time.Duration
 	// Limits are the rate limits and stream counts shared with /api.
 	Limits *authn.Limits
+	// ToolTimeout is how long a tool may run (conf.Config.ToolTimeout):
+	// tools/call gives the registry that plus registry.ReplyMargin, so
+	// that the registry's "timed out" result arrives first. Required.
+	ToolTimeout func(name string) time.Duration
 	// Codes maps a wire error to its code and JSON-RPC error code: the
 	// gateway's one code table.
 	Codes          func(error) (wire.Code, int)
