@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"reflect"
@@ -138,6 +139,7 @@ type field struct {
 	min        *int
 	isURL      bool
 	isAddr     bool
+	isCIDR     bool
 	secret     bool
 	typeString string
 }
@@ -152,7 +154,7 @@ func fields() []field {
 			continue
 		}
 		f := field{key: key, def: sf.Tag.Get("default"), index: sf.Index, isURL: sf.Tag.Get("url") == "true",
-			isAddr: sf.Tag.Get("addr") == "true", secret: sf.Tag.Get("secret") == "true", typeString: sf.Type.String()}
+			isAddr: sf.Tag.Get("addr") == "true", isCIDR: sf.Tag.Get("cidr") == "true", secret: sf.Tag.Get("secret") == "true", typeString: sf.Type.String()}
 		if e := sf.Tag.Get("enum"); e != "" {
 			f.enum = strings.Split(e, "|")
 		}
@@ -199,6 +201,15 @@ func (f field) check(v reflect.Value) error {
 	case reflect.Int:
 		if f.min != nil && v.Int() < int64(*f.min) {
 			return fmt.Errorf("%d is below the minimum %d", v.Int(), *f.min)
+		}
+	case reflect.Slice:
+		for i := 0; f.isCIDR && i < v.Len(); i++ {
+			s := v.Index(i).String()
+			if _, err := netip.ParsePrefix(s); err != nil {
+				if _, err := netip.ParseAddr(s); err != nil || strings.Contains(s, "%") {
+					return fmt.Errorf("%q is not an IP address or CIDR range", s)
+				}
+			}
 		}
 	}
 	return nil
