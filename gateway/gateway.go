@@ -55,6 +55,7 @@ type Service struct {
 	registry *registry.Client
 	auth     *authn.Authenticator
 	limits   *authn.Limits
+	proxies  *authn.Proxies
 	oauth    *oauth.Server
 	mcp      *mcpserver.Server
 	srv      *http.Server
@@ -96,7 +97,8 @@ func (s *Service) Start(ctx context.Context) error {
 		_ = n.Stop(ctx)
 		return fmt.Errorf("listening on HTTP_ADDR %s: %w", cfg.HTTPAddr, err)
 	}
-	s.ln = ln
+	s.ln = authn.LimitConns(ln, authn.ConnLimitOptions{PerIP: cfg.MaxConnsPerIP, Proxies: s.proxies,
+		LocalOnly: authn.LoopbackURL(cfg.MCPPublicURL)})
 	// Every request gets a server span (continuing the caller's traceparent),
 	// and the NATS calls made under its context carry it on.
 	handler := otelhttp.NewHandler(s.routes(), "gateway",
@@ -110,7 +112,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.srv = &http.Server{Handler: handler, ReadHeaderTimeout: min(10*time.Second, read),
 		ReadTimeout: read, IdleTimeout: time.Duration(cfg.HTTPIdleTimeoutS) * time.Second}
 	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := s.srv.Serve(s.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.log.Error("http server failed", "err", err)
 		}
 	}()

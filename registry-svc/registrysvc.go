@@ -117,7 +117,7 @@ func (s *Service) Start(ctx context.Context) error {
 			Disallowed: map[agent.Name][]string{agent.AgentDeep: cfg.DisallowedToolsDeep, agent.AgentBase: cfg.DisallowedToolsBase},
 		}},
 	}
-	guard := &ssrf.Guard{AllowPrivate: cfg.MCPClientAllowPriv}
+	guard := &ssrf.Guard{AllowPrivate: cfg.MCPClientAllowPriv, Log: s.log}
 	s.reg.ext = newExternal(externalOptions{Log: s.log, Guard: guard, Store: mcpservers.NewMCPServers(n.Client), Pub: n.Client,
 		Refresh: s.opts.ExternalRefresh, MaxBytes: cfg.ExtMaxResultBytes, MaxTools: cfg.ExtMaxTools})
 	snap, err := s.discover(ctx, dirs)

@@ -35,6 +35,9 @@ type Config struct {
 	MCPMaxStreams   int      `key:"MCP_MAX_STREAMS_PER_ACCOUNT" default:"8" min:"1"`
 	RateLimitAcct   int      `key:"RATE_LIMIT_ACCOUNT" default:"1200" min:"0"`
 	RateLimitIP     int      `key:"RATE_LIMIT_IP" default:"600" min:"0"`
+	TrustedProxies  []string `key:"TRUSTED_PROXIES" default:"" cidr:"true"`
+	TrustedHeader   string   `key:"TRUSTED_PROXY_HEADER" default:"X-Forwarded-For" enum:"X-Forwarded-For|Forwarded"`
+	MaxConnsPerIP   int      `key:"MAX_CONNS_PER_IP" default:"256" min:"0"`
 
 	// gateway HTTP server timeouts.
 	HTTPReadTimeoutS int `key:"HTTP_READ_TIMEOUT_S" default:"60" min:"1"`

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -194,6 +195,7 @@ type field struct {
 	min        *int
 	isURL      bool
 	isAddr     bool
+	isCIDR     bool
 	secret     bool
 	typeString string
 }
@@ -208,7 +210,7 @@ func fields() []field {
 			continue
 		}
 		f := field{key: key, def: sf.Tag.Get("default"), index: sf.Index, isURL: sf.Tag.Get("url") == "true",
-			isAddr: sf.Tag.Get("addr") == "true", secret: sf.Tag.Get("secret") == "true", typeString: sf.Type.String()}
+			isAddr: sf.Tag.Get("addr") == "true", isCIDR: sf.Tag.Get("cidr") == "true", secret: sf.Tag.Get("secret") == "true", typeString: sf.Type.String()}
 		if e := sf.Tag.Get("enum"); e != "" {
 			f.enum = strings.Split(e, "|")
 		}
@@ -264,6 +266,15 @@ func (f field) check(v reflect.Value) error {
 		for _, k := range v.MapKeys() {
 			if n := v.MapIndex(k).Int(); n < int64(*f.min) {
 				return fmt.Errorf("%v: %d is below the minimum %d", k, n, *f.min)
+			}
+		}
+	case reflect.Slice:
+		for i := 0; f.isCIDR && i < v.Len(); i++ {
+			s := v.Index(i).String()
+			if _, err := netip.ParsePrefix(s); err != nil {
+				if _, err := netip.ParseAddr(s); err != nil || strings.Contains(s, "%") {
+					return fmt.Errorf("%q is not an IP address or CIDR range", s)
+				}
 			}
 		}
 	}

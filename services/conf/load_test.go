@@ -98,6 +98,8 @@ func TestInvalidValues(t *testing.T) {
 		{"url", "NATS_URL: localhost\n", nil, `config: NATS_URL: "localhost" is not an absolute URL`},
 		{"secret url is not echoed", "", map[string]string{"DATABASE_URL": "pass:hunter2"}, `config: DATABASE_URL: "***" is not an absolute URL`},
 		{"addr", "HTTP_ADDR: nowhere\n", nil, `config: HTTP_ADDR: "nowhere" is not a host:port listen address`},
+		{"cidr", "TRUSTED_PROXIES: [10.0.0.0/8, proxy.internal]\n", nil, `config: TRUSTED_PROXIES: "proxy.internal" is not an IP address or CIDR range`},
+		{"cidr in env", "", map[string]string{"TRUSTED_PROXIES": "10.0.0.0/33"}, `config: TRUSTED_PROXIES: "10.0.0.0/33" is not an IP address or CIDR range`},
 		{"list type", "MCP_TOOL_DIRS: {a: 1}\n", nil, "config: MCP_TOOL_DIRS: want a list"},
 		{"map value below minimum", "", map[string]string{"TOOL_TIMEOUTS": `{"slow": 0}`}, "config: TOOL_TIMEOUTS: slow: 0 is below the minimum 1"},
 		{"map value type", "TOOL_TIMEOUTS: {slow: soon}\n", nil, "config: TOOL_TIMEOUTS: want a mapping"},

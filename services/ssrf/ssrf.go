@@ -11,6 +11,7 @@ package ssrf
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"net/url"
@@ -23,11 +24,19 @@ import (
 var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
 
 // reserved are special-purpose ranges that netip's predicates miss: IETF
-// protocol assignments, benchmarking, the former class E, and NAT64 (which
-// can reach IPv4 internals).
+// protocol assignments, benchmarking, the former class E, the 6to4 relay
+// anycast, and every IPv6 range that embeds an IPv4 address a translator
+// or relay on the path may turn into an IPv4 packet (NAT64 well-known and
+// local-use, SIIT, 6to4, Teredo, IPv4-compatible). Those are refused
+// outright, whatever the IPv4 inside: the check would have to follow each
+// mechanism's encoding (Teredo's is obfuscated), and no server a user adds
+// needs one of these transition addresses (design.md).
 var reserved = []netip.Prefix{
 	netip.MustParsePrefix("192.0.0.0/24"), netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("64:ff9b::/96"),
+	netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("192.88.99.0/24"),
+	netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("64:ff9b:1::/48"),
+	netip.MustParsePrefix("::ffff:0:0:0/96"), netip.MustParsePrefix("2002::/16"),
+	netip.MustParsePrefix("2001::/32"), netip.MustParsePrefix("::/96"),
 }
 
 // Refusal says why ip may not be dialled ("loopback", "private",
@@ -65,6 +74,26 @@ type Guard struct {
 	AllowPrivate bool
 	// Resolver resolves host names in CheckURL; nil means net.DefaultResolver.
 	Resolver *net.Resolver
+	// Log receives a line for each URL refused, with the address and the
+	// setting that would allow it; nil means none. That setting is for
+	// operators only: it turns the guard off for every user, so the errors
+	// users see never name it.
+	Log *slog.Logger
+}
+
+// refused logs a refusal for operators and returns the error the user
+// sees: the address is not allowed, and why, but neither the setting nor
+// the address a name resolved to (internal DNS is not the user's
+// business). host is "" when the URL names the address itself.
+func (g *Guard) refused(ctx context.Context, host string, ip netip.Addr, why string) error {
+	if g.Log != nil {
+		g.Log.InfoContext(ctx, "outbound URL refused by the SSRF policy; MCP_CLIENT_ALLOW_PRIVATE=true allows such addresses for every user",
+			"host", host, "addr", ip.String(), "reason", why)
+	}
+	if host == "" {
+		return fmt.Errorf("refused by the SSRF policy: %s is a %s address, which is not allowed", ip, why)
+	}
+	return fmt.Errorf("refused by the SSRF policy: %s resolves to a %s address, which is not allowed", host, why)
 }
 
 func (g *Guard) refusal(ip netip.Addr) string {
@@ -95,7 +124,7 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	host := u.Hostname()
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if why := g.refusal(ip); why != "" {
-			return nil, fmt.Errorf("refused by the SSRF policy: %s is a %s address (set MCP_CLIENT_ALLOW_PRIVATE=true to allow it)", host, why)
+			return nil, g.refused(ctx, "", ip, why)
 		}
 		return u, nil
 	}
@@ -111,7 +140,7 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 	}
 	for _, ip := range ips {
 		if why := g.refusal(ip); why != "" {
-			return nil, fmt.Errorf("refused by the SSRF policy: %s resolves to %s, a %s address (set MCP_CLIENT_ALLOW_PRIVATE=true to allow it)", host, ip, why)
+			return nil, g.refused(ctx, host, ip, why)
 		}
 	}
 	return u, nil

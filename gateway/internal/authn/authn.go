@@ -1,6 +1,7 @@
 // Package authn verifies the bearer token of a gateway request once and
-// carries the caller's identity in the request context; it also holds the
-// rate limits that /mcp and /api share. It renders nothing itself: each
+// carries the caller's identity and client IP (behind TRUSTED_PROXIES) in
+// the request context; it also holds the rate limits that /mcp and /api
+// share, and the cap on connections per IP. It renders nothing itself: each
 // surface (the MCP transport, the REST API) turns the verdict into its own
 // error shape. The model is the official go-sdk, whose auth is a middleware
 // outside the transport (auth.RequireBearerToken, auth.TokenInfoFromContext).
@@ -55,6 +56,9 @@ type Options struct {
 	Tokens TokenVerifier
 	// Limits counts invalid tokens against the client IP's budget.
 	Limits *Limits
+	// Proxies resolves the client IP behind trusted reverse proxies; nil
+	// trusts none, so the client IP is the peer's.
+	Proxies *Proxies
 	// Metrics receives gateway_auth_verifications_total; nil means none.
 	Metrics prometheus.Registerer
 }
@@ -169,15 +173,17 @@ func Require(ctx context.Context, scope string) (*Principal, error) {
 // limit carries the Retry-After header already).
 type Reject func(w http.ResponseWriter, r *http.Request, err error)
 
-// Middleware verifies the bearer token of every request it wraps, once,
-// and puts the verdict in the request context (FromContext). It refuses
-// nothing but guessing: a presented token that does not verify counts
-// against the client IP's budget whatever the route, and past the budget
+// Middleware resolves the client IP of every request it wraps (ClientIP)
+// and verifies its bearer token, once, putting the verdict in the request
+// context (FromContext). It refuses nothing but guessing: a presented
+// token that does not verify counts against the client IP's budget
+// whatever the route, and past the budget
 // reject renders a resource_exhausted error with Retry-After. Everything
 // else (anonymous access, scopes, the 401 challenge) is the route's
 // decision, so that each surface answers in its own protocol.
 func (a *Authenticator) Middleware(next http.Handler, reject Reject) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = withClientIP(r, a.opts.Proxies)
 		token := Bearer(r.Header.Get("Authorization"))
 		if token == "" {
 			next.ServeHTTP(w, r)

@@ -158,16 +158,6 @@ func RetryAfter(d time.Duration) string {
 	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
 }
 
-// ClientIP is the peer address of r. Forwarded headers are not trusted:
-// behind a proxy, rate limits per IP apply to the proxy.
-func ClientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 // LoopbackHost reports whether host is localhost or a loopback IP.
 func LoopbackHost(host string) bool {
 	if host == "localhost" {

@@ -185,12 +185,25 @@ func (r *clientResolver) fetch(ctx context.Context, id string) (*oauthClient, er
 	return &oauthClient{ID: id, Name: name, RedirectURIs: doc.RedirectURIs, Document: true}, nil
 }
 
-// deniedSchemes can never be redirect targets.
-var deniedSchemes = []string{"javascript", "data", "file", "vbscript", "about", "blob"}
+// nativeSchemes are private-use schemes of MCP clients in wide use that
+// predate RFC 8252's reverse-DNS rule; each is a desktop app's own.
+var nativeSchemes = []string{"cursor", "vscode", "vscode-insiders", "windsurf"}
+
+// redirectScheme reports whether scheme may carry a redirect URI: https,
+// http (loopback only, checked by the caller), a private-use scheme in
+// reverse-DNS form (RFC 8252 §7.1: it contains a dot, such as
+// com.example.app) or one of nativeSchemes. An allow-list, because
+// browsers and operating systems keep adding schemes that run something
+// (javascript:, ms-msdt:, search-ms:, …) and a deny-list is always a step
+// behind.
+func redirectScheme(scheme string) bool {
+	scheme = strings.ToLower(scheme)
+	return scheme == "https" || scheme == "http" || strings.Contains(scheme, ".") || slices.Contains(nativeSchemes, scheme)
+}
 
 // validRedirectURIs checks registered redirect URIs (OAuth 2.1 §2.3.1):
 // https anywhere, http on loopback only (RFC 8252 §7.3), or a private-use
-// scheme of a native app (§7.1); no fragments.
+// scheme of a native app (§7.1, redirectScheme); no fragments.
 func validRedirectURIs(uris []string) error {
 	if len(uris) == 0 || len(uris) > 20 {
 		return errors.New("a client needs 1 to 20 redirect_uris")
@@ -202,8 +215,8 @@ func validRedirectURIs(uris []string) error {
 			return fmt.Errorf("redirect_uri %q is not an absolute URI", s)
 		case u.Fragment != "" || strings.Contains(s, "#"):
 			return fmt.Errorf("redirect_uri %q has a fragment", s)
-		case slices.Contains(deniedSchemes, strings.ToLower(u.Scheme)):
-			return fmt.Errorf("redirect_uri %q has a forbidden scheme", s)
+		case !redirectScheme(u.Scheme):
+			return fmt.Errorf("redirect_uri %q: the scheme must be https, http on loopback, or a native app's reverse-DNS scheme such as com.example.app", s)
 		case u.Scheme == "https" && u.Host == "":
 			return fmt.Errorf("redirect_uri %q has no host", s)
 		case u.Scheme == "http" && !authn.LoopbackHost(u.Hostname()):
@@ -215,13 +228,17 @@ func validRedirectURIs(uris []string) error {
 
 // redirectAllowed reports whether got is one of the registered URIs: an
 // exact match, except that a loopback http URI may use any port (RFC 8252
-// §7.3, native apps listen on an ephemeral port).
+// §7.3, native apps listen on an ephemeral port). The scheme is checked
+// again, for clients stored before the allow-list.
 func redirectAllowed(registered []string, got string) bool {
+	g, err := url.Parse(got)
+	if err != nil || !redirectScheme(g.Scheme) {
+		return false
+	}
 	if slices.Contains(registered, got) {
 		return true
 	}
-	g, err := url.Parse(got)
-	if err != nil || g.Scheme != "http" || !authn.LoopbackHost(g.Hostname()) {
+	if g.Scheme != "http" || !authn.LoopbackHost(g.Hostname()) {
 		return false
 	}
 	for _, r := range registered {

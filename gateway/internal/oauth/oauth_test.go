@@ -16,7 +16,7 @@ import (
 )
 
 func TestOAuthRedirectURIs(t *testing.T) {
-	registered := []string{"http://127.0.0.1/callback", "http://localhost:8080/cb?x=1", "https://app.example/oauth/cb", "cursor://anysphere.cursor/cb"}
+	registered := []string{"http://127.0.0.1/callback", "http://localhost:8080/cb?x=1", "https://app.example/oauth/cb", "cursor://anysphere.cursor/cb", "ms-msdt:/id"}
 	for _, tc := range []struct {
 		uri  string
 		want bool
@@ -35,6 +35,7 @@ func TestOAuthRedirectURIs(t *testing.T) {
 		{"cursor://anysphere.cursor/cb", true},
 		{"cursor://anysphere.cursor/cb2", false},
 		{"https://app.example/oauth/cb#frag", false},
+		{"ms-msdt:/id", false}, // registered before the allow-list
 	} {
 		if got := redirectAllowed(registered, tc.uri); got != tc.want {
 			t.Errorf("redirectAllowed(%q) = %v, want %v", tc.uri, got, tc.want)
@@ -51,6 +52,22 @@ func TestOAuthRedirectURIs(t *testing.T) {
 		{[]string{"http://app.example/cb"}, false},
 		{[]string{"https://app.example/cb#x"}, false},
 		{[]string{"javascript:alert(1)"}, false},
+		// Issue 15 finding 8: schemes a deny-list missed. Only https,
+		// loopback http, reverse-DNS private-use schemes and the named
+		// native clients pass.
+		{[]string{"ms-msdt:/id%20PCWDiagnostic"}, false},
+		{[]string{"search-ms:query=x"}, false},
+		{[]string{"view-source:https://app.example/"}, false},
+		{[]string{"jar:https://app.example/a.jar!/"}, false},
+		{[]string{"ftp://app.example/cb"}, false},
+		{[]string{"ws://127.0.0.1/cb"}, false},
+		{[]string{"mailto:a@app.example"}, false},
+		{[]string{"intent://cb#Intent;end"}, false},
+		{[]string{"JavaScript:alert(1)"}, false},
+		{[]string{"HTTPS://app.example/cb"}, true},
+		{[]string{"com.example.app://oauth/cb"}, true},
+		{[]string{"cursor://anysphere.cursor-retrieval/oauth/callback"}, true},
+		{[]string{"vscode://vscode.github-authentication/did-authenticate"}, true},
 		{[]string{"/relative"}, false},
 		{[]string{"https:///nohost"}, false},
 	} {

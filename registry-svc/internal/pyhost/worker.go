@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,18 +178,19 @@ func spawn(ctx context.Context, python string, env []string, sb *sandbox.Sandbox
 }
 
 // copyOutput turns the host's stdout/stderr (tools' print() and logging)
-// into log lines.
-// A line longer than the buffer is logged in pieces, so that the pipe is
-// always drained and a chatty tool never blocks on print().
+// into log lines, within the caps of output.go. The pipe is always
+// drained, in pieces of the buffer's size, so a chatty tool never blocks
+// on print().
 func (w *worker) copyOutput(r io.Reader, stream string) {
 	defer w.output.Done()
+	out := newOutputLog(w.log, stream)
+	defer out.close()
 	br := bufio.NewReaderSize(r, 64*1024)
 	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			w.log.Info("tool host output", "stream", stream, "line", strings.TrimRight(string(line), "\r\n"))
-		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+		piece, err := br.ReadSlice('\n')
+		full := errors.Is(err, bufio.ErrBufferFull)
+		out.write(piece, !full && err == nil)
+		if err != nil && !full {
 			return
 		}
 	}
