@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,8 @@ type fakes struct {
 	revoked map[string]bool
 	// verifies counts vfs.keys.verify requests.
 	verifies int
+	// revocations are the token revocations the fake vfs holds.
+	revocations []vfs.Revocation
 }
 
 // fakeTools is the fake registry's tool set. "whoami" takes user_info, so
@@ -118,6 +121,18 @@ func startFakes(t testing.TB) *fakes {
 			return &vfs.KeyVerifyResponse{AccountID: acctGood, KeyID: "k3", Scopes: []string{"api"}}, nil
 		}
 		return nil, wire.Errorf(wire.Unauthenticated, "unknown key")
+	}))
+	revs := vfsSvc.Group("oauth.revocations")
+	must(t, wire.Handle(revs, "add", func(_ context.Context, req *vfs.RevocationAddRequest) (*vfs.Empty, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.revocations = append(f.revocations, req.Revocations...)
+		return &vfs.Empty{}, nil
+	}))
+	must(t, wire.Handle(revs, "list", func(_ context.Context, _ *vfs.RevocationListRequest) (*vfs.RevocationListResponse, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return &vfs.RevocationListResponse{Revocations: slices.Clone(f.revocations), Now: time.Now()}, nil
 	}))
 	return f
 }
