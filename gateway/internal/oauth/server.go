@@ -41,11 +41,13 @@ var scopeDescriptions = map[string]string{"mcp": "use your Mirobody tools and da
 type Server struct {
 	store    *vfs.OAuth
 	accounts *vfs.Accounts
-	tokens   *Tokens
-	box      *box
-	clients  *clientResolver
-	limits   *authn.Limits
-	issuer   string
+	// logins counts login attempts for the lockout.
+	logins  *vfs.Revocations
+	tokens  *Tokens
+	box     *box
+	clients *clientResolver
+	limits  *authn.Limits
+	issuer  string
 	// secure marks cookies Secure (the public URL is https).
 	secure bool
 	log    *slog.Logger
@@ -99,7 +101,7 @@ func New(opts Options) (*Server, error) {
 	}
 	tokens := newTokens(keys, revoked, opts.PublicURL)
 	return &Server{
-		store: store, accounts: vfs.NewAccounts(opts.Bus), tokens: tokens, box: b,
+		store: store, accounts: vfs.NewAccounts(opts.Bus), logins: vfs.NewRevocations(opts.Bus), tokens: tokens, box: b,
 		clients: newClientResolver(store, opts.AllowPrivateClients, log),
 		limits:  authn.NewLimits(authn.LimitsOptions{PerAccount: opts.PerAccount, PerIP: opts.PerIP}),
 		issuer:  tokens.issuer, secure: strings.HasPrefix(opts.PublicURL, "https://"),
