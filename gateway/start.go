@@ -30,6 +30,9 @@ func (s *Service) startParts() error {
 		return err
 	}
 	s.oauth = o
+	if s.flows, err = newFlowBox(cfg.SecretKey); err != nil {
+		return err
+	}
 	s.limits = authn.NewLimits(authn.LimitsOptions{PerAccount: cfg.RateLimitAcct, PerIP: cfg.RateLimitIP,
 		Streams: cfg.MCPMaxStreams, LocalOnly: authn.LoopbackURL(cfg.MCPPublicURL)})
 	s.auth, err = authn.New(authn.Options{Keys: s.accounts, Tokens: o.Tokens(), Limits: s.limits, Metrics: s.opts.Metrics})
