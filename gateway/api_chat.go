@@ -57,6 +57,9 @@ func (s *Service) chat(c echo.Context) error {
 	if err := s.baseToken(c.Request().Context(), req); err != nil {
 		return err
 	}
+	if req.MCPToken != "" {
+		defer s.endBaseToken(c.Request().Context(), req)
+	}
 	w := c.Response()
 	started := false
 	write := func(ev agent.Event) {
@@ -116,6 +119,18 @@ func (s *Service) baseToken(ctx context.Context, req *agent.StartRequest) error 
 	}
 	req.MCPToken = tok
 	return nil
+}
+
+// endBaseToken revokes a Base turn's token once the turn's stream has
+// ended, however it ended, so that the provider (or anyone who saw the
+// token) cannot reach /mcp with it afterwards. The request may be gone:
+// the revocation gets a context of its own.
+func (s *Service) endBaseToken(ctx context.Context, req *agent.StartRequest) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.oauth.Tokens().Revoke(ctx, req.MCPToken); err != nil {
+		s.log.WarnContext(ctx, "revoking the Base agent's token at the end of its turn failed", "run_id", req.RunID, "err", err)
+	}
 }
 
 // maxTurnServers bounds a chat request's mcp_servers.

@@ -1,24 +1,26 @@
 package gateway
 
 import (
-	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/mirobody/mirobody-go/gateway/internal/oauth"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // mcpServerRoutes adds /api/mcp-servers (SPEC §7): the caller's external
 // MCP servers. registry-svc validates them and vfs-svc stores them; no
-// answer carries a secret. The OAuth callback has no bearer auth: the
-// user's browser arrives there from the server's authorization server,
-// and the state (single use, expiring) binds it to the account and flow.
+// answer carries a secret. The OAuth callback and start link have no
+// bearer auth: the user's browser arrives there from the server's
+// authorization server (or the CLI's output), and the flow cookie set
+// when the flow started binds it to the account and flow (mcpoauth.go).
 func (s *Service) mcpServerRoutes(e *echo.Echo, api *echo.Group) {
 	e.GET(registry.OAuthCallbackPath, s.mcpServerOAuthCallback, s.limitIP)
+	e.GET(registry.OAuthStartPath, s.mcpServerOAuthStart, s.limitIP)
 	api.GET("/mcp-servers", s.listMCPServers)
 	api.POST("/mcp-servers", s.addMCPServer)
 	api.PATCH("/mcp-servers/:name", s.updateMCPServer)
@@ -50,11 +52,23 @@ func (s *Service) addMCPServer(c echo.Context) error {
 	if err := s.bindJSON(c, &body, "the body must be a JSON object with name and url"); err != nil {
 		return err
 	}
-	srv, err := s.registry.AddServer(c.Request().Context(), &registry.ServerAddRequest{AccountID: principal(c).AccountID,
+	account := principal(c).AccountID
+	srv, err := s.registry.AddServer(c.Request().Context(), &registry.ServerAddRequest{AccountID: account,
 		Name: body.Name, URL: body.URL, AccessToken: body.AccessToken, Headers: body.Headers, Enabled: body.Enabled,
 		Auth: body.Auth, RedirectURI: s.mcpOAuthRedirectURI()})
 	if err != nil {
 		return err
+	}
+	if srv.AuthorizeURL != "" {
+		// The flow belongs to the browser (or client) that asked: only
+		// it may come back to the callback (issue 15, finding 4).
+		u, err := url.Parse(srv.AuthorizeURL)
+		if err != nil {
+			return fmt.Errorf("reading the authorize URL: %w", err)
+		}
+		if err := s.setFlowCookie(c, account, srv.Name, u.Query().Get("state")); err != nil {
+			return err
+		}
 	}
 	return c.JSON(http.StatusCreated, srv)
 }
@@ -88,26 +102,4 @@ func (s *Service) removeMCPServer(c echo.Context) error {
 
 func (s *Service) mcpOAuthRedirectURI() string {
 	return strings.TrimRight(s.opts.Config.MCPPublicURL, "/") + registry.OAuthCallbackPath
-}
-
-// mcpServerOAuthCallback passes code and state to registry-svc, which
-// exchanges them; the tokens never reach the gateway.
-func (s *Service) mcpServerOAuthCallback(c echo.Context) error {
-	q := c.QueryParams()
-	srv, err := s.registry.OAuthCallback(c.Request().Context(), &registry.ServerOAuthCallbackRequest{
-		State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error")})
-	if err != nil {
-		status := http.StatusBadRequest
-		msg := "Mirobody could not finish the authorization."
-		var we *wire.Error
-		if errors.As(err, &we) && (we.Code == wire.FailedPrecondition || we.Code == wire.PermissionDenied) {
-			msg = we.Message
-		} else {
-			status = http.StatusBadGateway
-		}
-		return oauth.DonePage(c, status, "Not connected", msg)
-	}
-	// The page's URL carries the code and state: DonePage sets no-store,
-	// no-referrer and a CSP like every OAuth page.
-	return oauth.DonePage(c, http.StatusOK, "Connected", "Mirobody is connected to "+srv.Name+". You can close this page.")
 }

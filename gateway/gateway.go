@@ -28,6 +28,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/node"
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/seal"
 	"github.com/mirobody/mirobody-go/services/svc"
 	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -58,8 +59,11 @@ type Service struct {
 	proxies  *authn.Proxies
 	oauth    *oauth.Server
 	mcp      *mcpserver.Server
-	srv      *http.Server
-	ln       net.Listener
+	// flows seals the cookies that bind external servers' OAuth flows to
+	// a browser.
+	flows *seal.Box
+	srv   *http.Server
+	ln    net.Listener
 }
 
 // New returns a gateway that is not started.

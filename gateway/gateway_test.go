@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,6 +54,8 @@ type fakes struct {
 	revoked map[string]bool
 	// verifies counts vfs.keys.verify requests.
 	verifies int
+	// revocations are the token revocations the fake vfs holds.
+	revocations []accounts.Revocation
 }
 
 // fakeTools is the fake registry's tool set. "whoami" takes user_info, so
@@ -120,6 +123,17 @@ func startFakes(t testing.TB) *fakes {
 			return &accounts.KeyVerifyResponse{AccountID: acctGood, KeyID: "k3", Scopes: []string{"api"}}, nil
 		}
 		return nil, wire.Errorf(wire.Unauthenticated, "unknown key")
+	}))
+	must(t, wire.Serve(vfsSvc, accounts.OAuthRevocationsAdd, func(_ context.Context, req *accounts.RevocationAddRequest) (*wire.Empty, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.revocations = append(f.revocations, req.Revocations...)
+		return &wire.Empty{}, nil
+	}))
+	must(t, wire.Serve(vfsSvc, accounts.OAuthRevocationsList, func(_ context.Context, _ *accounts.RevocationListRequest) (*accounts.RevocationListResponse, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return &accounts.RevocationListResponse{Revocations: slices.Clone(f.revocations), Now: time.Now()}, nil
 	}))
 	return f
 }

@@ -34,6 +34,9 @@ func (s *Service) startParts() error {
 	if err != nil {
 		return err
 	}
+	if s.flows, err = newFlowBox(cfg.SecretKey); err != nil {
+		return err
+	}
 	s.limits = authn.NewLimits(authn.LimitsOptions{PerAccount: cfg.RateLimitAcct, PerIP: cfg.RateLimitIP,
 		Streams: cfg.MCPMaxStreams, LocalOnly: authn.LoopbackURL(cfg.MCPPublicURL)})
 	s.auth, err = authn.New(authn.Options{Keys: s.accounts, Tokens: o.Tokens(), Limits: s.limits, Proxies: s.proxies, Metrics: s.opts.Metrics})

@@ -5,7 +5,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 
@@ -48,7 +49,7 @@ func (x *external) oauthClient() *http.Client {
 // The SDK's oauthex has the metadata types, fetchers and registration;
 // its client handler does not fit (it blocks in Connect waiting for a
 // browser and keeps the tokens in memory), so the flow is driven here.
-func (x *external) startOAuth(ctx context.Context, account, name string, server *url.URL, redirectURI string) (*mcpservers.MCPServerOAuth, string, error) {
+func (x *external) startOAuth(ctx context.Context, server *url.URL, redirectURI string) (*mcpservers.MCPServerOAuth, string, error) {
 	hc := x.oauthClient()
 	resource := server.String()
 	prm, err := x.resourceMetadata(ctx, hc, resource)
@@ -75,26 +76,67 @@ func (x *external) startOAuth(ctx context.Context, account, name string, server 
 	}
 	o := &mcpservers.MCPServerOAuth{ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, AuthURL: asm.AuthorizationEndpoint,
 		TokenURL: asm.TokenEndpoint, RedirectURI: redirectURI, Resource: prm.Resource, Scopes: prm.ScopesSupported}
-	authURL, err := pendFlow(o, account, name)
-	if err != nil {
-		return nil, "", err
-	}
-	return o, authURL, nil
-}
-
-// pendFlow starts a new authorization code flow on o and returns its URL.
-// The state names the row (account and server) so the callback can find
-// it without per-replica memory; its random part is what proves it.
-func pendFlow(o *mcpservers.MCPServerOAuth, account, name string) (string, error) {
-	b := make([]byte, 24)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("generating a state: %w", err)
-	}
-	o.State = base64.RawURLEncoding.EncodeToString(b)
+	o.State = rand.Text()
 	o.Verifier = oauth2.GenerateVerifier()
 	o.PendingUntil = time.Now().Add(pendingTTL)
-	state := account + "." + name + "." + o.State
-	return oauthConfig(o).AuthCodeURL(state, oauth2.S256ChallengeOption(o.Verifier), oauth2.SetAuthURLParam("resource", o.Resource)), nil
+	return o, authCodeURL(o), nil
+}
+
+// authCodeURL is the authorization server's page for o's pending flow.
+// The state is opaque (random): the account and server stay with us, in
+// the browser's sealed flow cookie (gateway) and in vfs-svc.
+func authCodeURL(o *mcpservers.MCPServerOAuth) string {
+	return oauthConfig(o).AuthCodeURL(o.State, oauth2.S256ChallengeOption(o.Verifier), oauth2.SetAuthURLParam("resource", o.Resource))
+}
+
+// startLink makes o's flow start at the gateway (registry.OAuthStartPath),
+// which binds the browser that opens it first; the link's secret is kept
+// with the flow.
+func startLink(o *mcpservers.MCPServerOAuth, account, name string) (string, error) {
+	base, ok := strings.CutSuffix(o.RedirectURI, registry.OAuthCallbackPath)
+	if !ok {
+		return "", fmt.Errorf("the redirect URI %s is not the gateway's callback", o.RedirectURI)
+	}
+	o.Link = rand.Text()
+	return base + registry.OAuthStartPath + "?" + url.Values{"account": {account}, "server": {name}, "link": {o.Link}}.Encode(), nil
+}
+
+// validFlow reports whether account and name can name a flow at all, so
+// that junk is refused without a lookup.
+func validFlow(account, name string) bool {
+	_, err := uuid.Parse(account)
+	return err == nil && registry.ServerNamePattern.MatchString(name)
+}
+
+// oauthStart spends a start link: the flow's link secret is cleared, and
+// the gateway gets the state to bind the browser to and the page to send
+// it to.
+func (h *serverHandlers) oauthStart(ctx context.Context, req *registry.ServerOAuthStartRequest) (*registry.ServerOAuthStartResponse, error) {
+	refused := wire.Errorf(wire.FailedPrecondition, "this link is unknown, expired or already used; start again")
+	if req.Link == "" || !validFlow(req.AccountID, req.Name) {
+		return nil, refused
+	}
+	resp, err := h.x.store.List(ctx, &mcpservers.MCPServerListRequest{AccountID: req.AccountID, WithSecrets: true})
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range resp.Servers {
+		if m.Name != req.Name || m.Secrets == nil || m.Secrets.OAuth == nil {
+			continue
+		}
+		o := *m.Secrets.OAuth
+		if o.Link == "" || subtle.ConstantTimeCompare([]byte(o.Link), []byte(req.Link)) != 1 || o.State == "" || time.Now().After(o.PendingUntil) {
+			return nil, refused
+		}
+		o.Link = ""
+		sec := *m.Secrets
+		sec.OAuth = &o
+		if _, err := h.x.store.SetSecrets(ctx, &mcpservers.MCPServerSetSecretsRequest{AccountID: req.AccountID, Name: req.Name, Secrets: &sec}); err != nil {
+			return nil, err
+		}
+		return &registry.ServerOAuthStartResponse{State: o.State, AuthorizeURL: authCodeURL(&o)}, nil
+	}
+	return nil, refused
 }
 
 func oauthConfig(o *mcpservers.MCPServerOAuth) *oauth2.Config {
@@ -162,12 +204,11 @@ func (x *external) authServerMetadata(ctx context.Context, hc *http.Client, issu
 // oauthCallback finishes a flow: the state is claimed once in vfs-svc,
 // the code exchanged (PKCE verifier, RFC 8707 resource), the tokens sealed.
 func (h *serverHandlers) oauthCallback(ctx context.Context, req *registry.ServerOAuthCallbackRequest) (*registry.Server, error) {
-	account, rest, _ := strings.Cut(req.State, ".")
-	name, random, ok := strings.Cut(rest, ".")
-	if !ok || random == "" || !registry.ServerNamePattern.MatchString(name) {
+	account, name := req.AccountID, req.Name
+	if req.State == "" || !validFlow(account, name) {
 		return nil, wire.Errorf(wire.FailedPrecondition, "this authorization is unknown, expired or already used; start again")
 	}
-	m, err := h.x.store.ClaimOAuth(ctx, &mcpservers.MCPServerClaimOAuthRequest{AccountID: account, Name: name, State: random})
+	m, err := h.x.store.ClaimOAuth(ctx, &mcpservers.MCPServerClaimOAuthRequest{AccountID: account, Name: name, State: req.State})
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +224,7 @@ func (h *serverHandlers) oauthCallback(ctx context.Context, req *registry.Server
 	}
 	sec := *m.Secrets
 	stored := *o
-	stored.State, stored.Verifier, stored.PendingUntil = "", "", time.Time{}
+	stored.State, stored.Verifier, stored.PendingUntil, stored.Link = "", "", time.Time{}, ""
 	stored.AccessToken, stored.RefreshToken, stored.Expiry = tok.AccessToken, tok.RefreshToken, tok.Expiry
 	sec.OAuth = &stored
 	if _, err := h.x.store.SetSecrets(ctx, &mcpservers.MCPServerSetSecretsRequest{AccountID: account, Name: name, Secrets: &sec}); err != nil {

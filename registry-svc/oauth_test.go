@@ -37,10 +37,22 @@ func TestExternalOAuthRefusals(t *testing.T) {
 			t.Errorf("%s: %v, want invalid_argument containing %q", tc.name, err, tc.want)
 		}
 	}
-	for _, state := range []string{"", "nonsense", acct + ".Bad Name.x", acct + ".x."} {
-		_, err := e.client.OAuthCallback(context.Background(), &registry.ServerOAuthCallbackRequest{State: state, Code: "c"})
+	for _, req := range []registry.ServerOAuthCallbackRequest{
+		{State: "", AccountID: acct, Name: "x"},
+		{State: "s", AccountID: acct, Name: "Bad Name"}, {State: "s", AccountID: "not-a-uuid", Name: "x"}, {State: "s", Name: "x"},
+	} {
+		req.Code = "c"
+		_, err := e.client.OAuthCallback(context.Background(), &req)
 		if !wire.IsCode(err, wire.FailedPrecondition) {
-			t.Errorf("callback with state %q: %v, want failed_precondition", state, err)
+			t.Errorf("callback %+v: %v, want failed_precondition", req, err)
+		}
+	}
+	for _, req := range []registry.ServerOAuthStartRequest{
+		{AccountID: acct, Name: "x"}, {AccountID: acct, Name: "Bad Name", Link: "l"}, {AccountID: "not-a-uuid", Name: "x", Link: "l"},
+	} {
+		_, err := e.client.OAuthStart(context.Background(), &req)
+		if !wire.IsCode(err, wire.FailedPrecondition) {
+			t.Errorf("start %+v: %v, want failed_precondition", req, err)
 		}
 	}
 }

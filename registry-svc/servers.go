@@ -27,6 +27,7 @@ func (h *serverHandlers) register(svc *wire.Service) error {
 		wire.Serve(svc, registry.ServersUpdate, h.update),
 		wire.Serve(svc, registry.ServersRemove, h.remove),
 		wire.Serve(svc, registry.ServersOAuthCallback, h.oauthCallback),
+		wire.Serve(svc, registry.ServersOAuthStart, h.oauthStart),
 	)
 }
 
@@ -69,7 +70,10 @@ func (h *serverHandlers) add(ctx context.Context, req *registry.ServerAddRequest
 		if r, err := url.Parse(req.RedirectURI); err != nil || (r.Scheme != "http" && r.Scheme != "https") || r.Host == "" {
 			return nil, wire.Errorf(wire.InvalidArgument, "auth oauth needs Mirobody's callback URL (is MCP_PUBLIC_URL set?)")
 		}
-		o, au, err := h.x.startOAuth(ctx, req.AccountID, req.Name, u, req.RedirectURI)
+		o, au, err := h.x.startOAuth(ctx, u, req.RedirectURI)
+		if err == nil && req.Link {
+			au, err = startLink(o, req.AccountID, req.Name)
+		}
 		if err != nil {
 			return nil, wire.Errorf(wire.InvalidArgument, "starting OAuth with %s: %s", u.Redacted(), err.Error())
 		}

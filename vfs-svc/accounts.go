@@ -98,10 +98,25 @@ func (s *Service) login(ctx context.Context, req *accounts.AccountLoginRequest) 
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("reading account: %w", err)
 	}
-	if err != nil || hash == nil || a.Disabled || !checkPassword(*hash, req.Password) {
+	// An unknown email, an account without a password and a disabled one
+	// cost the same argon2id work as a wrong password, so that the answer's
+	// timing does not tell which emails exist.
+	encoded := s.dummyHash
+	if err == nil && hash != nil {
+		encoded = *hash
+	}
+	ok := s.passwordMatches(encoded, req.Password)
+	if err != nil || hash == nil || a.Disabled || !ok {
 		return nil, wire.Errorf(wire.Unauthenticated, "wrong email or password")
 	}
 	return &a, nil
+}
+
+// passwordMatches checks pw against an encoded hash, counting the check
+// (tests hold the unknown-email path to doing the same work).
+func (s *Service) passwordMatches(encoded, pw string) bool {
+	s.passwordChecks.Add(1)
+	return checkPassword(encoded, pw)
 }
 
 func (s *Service) createKey(ctx context.Context, req *accounts.KeyCreateRequest) (*accounts.KeyCreateResponse, error) {

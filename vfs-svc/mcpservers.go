@@ -237,7 +237,7 @@ func (s *Service) claimMCPServerOAuth(ctx context.Context, req *mcpservers.MCPSe
 	}
 	cleared := *sec
 	o := *sec.OAuth
-	o.State, o.Verifier, o.PendingUntil = "", "", time.Time{}
+	o.State, o.Verifier, o.PendingUntil, o.Link = "", "", time.Time{}, ""
 	cleared.OAuth = &o
 	resealed, err := s.seal(req.AccountID, req.Name, &cleared)
 	if err != nil {

@@ -168,16 +168,38 @@ func (s *Service) consumeOAuthCode(ctx context.Context, req *accounts.OAuthCodeC
 		return nil, fmt.Errorf("using a code: %w", err)
 	}
 	// A replayed code may have been stolen: what it issued is revoked
-	// (OAuth 2.1 §4.1.3).
-	tag, err := s.pool.Exec(ctx, `UPDATE oauth_refresh_tokens SET revoked = now()
-		WHERE revoked IS NULL AND family = (SELECT family FROM oauth_codes WHERE hash = $1 AND used IS NOT NULL)`, req.Hash)
+	// (OAuth 2.1 §4.1.3), the access tokens too.
+	invalid := wire.Errorf(wire.Unauthenticated, "the authorization code is invalid, expired or already used")
+	var family string
+	err = s.pool.QueryRow(ctx, `SELECT family FROM oauth_codes WHERE hash = $1 AND used IS NOT NULL`, req.Hash).Scan(&family)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, invalid
+	}
 	if err != nil {
+		return nil, fmt.Errorf("finding a replayed code: %w", err)
+	}
+	if err := s.revokeFamily(ctx, family); err != nil {
 		return nil, fmt.Errorf("revoking a replayed code's tokens: %w", err)
 	}
-	if tag.RowsAffected() > 0 {
-		s.log.WarnContext(ctx, "authorization code replayed; its refresh tokens are revoked")
+	s.log.WarnContext(ctx, "authorization code replayed; its grant is revoked")
+	return nil, invalid
+}
+
+// revokeFamily revokes a refresh family and kills its grant (every
+// access token issued from it) in one transaction.
+func (s *Service) revokeFamily(ctx context.Context, family string) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
 	}
-	return nil, wire.Errorf(wire.Unauthenticated, "the authorization code is invalid, expired or already used")
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `UPDATE oauth_refresh_tokens SET revoked = now() WHERE family = $1 AND revoked IS NULL`, family); err != nil {
+		return err
+	}
+	if err := killGrant(ctx, tx, family); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
 }
 
 func (s *Service) createOAuthRefresh(ctx context.Context, req *accounts.OAuthRefresh) (*wire.Empty, error) {
@@ -256,6 +278,9 @@ func (s *Service) rotateOAuthRefresh(ctx context.Context, req *accounts.OAuthRef
 		if _, err := tx.Exec(ctx, `UPDATE oauth_refresh_tokens SET revoked = now() WHERE family = $1 AND revoked IS NULL`, old.Family); err != nil {
 			return nil, fmt.Errorf("revoking a reused refresh family: %w", err)
 		}
+		if err := killGrant(ctx, tx, old.Family); err != nil {
+			return nil, fmt.Errorf("revoking a reused refresh family: %w", err)
+		}
 		if err := tx.Commit(ctx); err != nil {
 			return nil, fmt.Errorf("revoking a reused refresh family: %w", err)
 		}
@@ -302,7 +327,8 @@ func (s *Service) revokeOAuthRefresh(ctx context.Context, req *accounts.OAuthRef
 	if _, err := uuid.Parse(family); err != nil {
 		return nil, wire.Errorf(wire.InvalidArgument, "family %q is not a UUID", family)
 	}
-	if _, err := s.pool.Exec(ctx, `UPDATE oauth_refresh_tokens SET revoked = now() WHERE family = $1 AND revoked IS NULL`, family); err != nil {
+	// RFC 7009 §2.1: the access tokens of the grant go with it.
+	if err := s.revokeFamily(ctx, family); err != nil {
 		return nil, fmt.Errorf("revoking a refresh family: %w", err)
 	}
 	return &wire.Empty{}, nil

@@ -5,9 +5,11 @@ package vfssvc
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -46,6 +48,11 @@ type Service struct {
 	mount   *skillMount
 	// secrets seals MCP server credentials; nil without SECRET_KEY.
 	secrets *seal.Box
+	// dummyHash is checked when a login names no usable account, so
+	// that unknown emails take as long as wrong passwords.
+	dummyHash string
+	// passwordChecks counts argon2id password checks.
+	passwordChecks atomic.Int64
 }
 
 // New returns a vfs-svc that is not started.
@@ -81,6 +88,10 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.pool = pool
+	if s.dummyHash, err = hashPassword(rand.Text()); err != nil {
+		pool.Close()
+		return err
+	}
 	if s.secrets, err = secretsBox(cfg.SecretKey); err != nil {
 		pool.Close()
 		return err
@@ -125,5 +136,6 @@ func (s *Service) register() error {
 		s.registerOAuth(svc),
 		s.registerMCPServers(svc),
 		s.registerData(svc),
+		s.registerRevocations(svc),
 	)
 }

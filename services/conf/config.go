@@ -36,7 +36,7 @@ type Config struct {
 	RateLimitAcct   int      `key:"RATE_LIMIT_ACCOUNT" default:"1200" min:"0"`
 	RateLimitIP     int      `key:"RATE_LIMIT_IP" default:"600" min:"0"`
 	TrustedProxies  []string `key:"TRUSTED_PROXIES" default:"" cidr:"true"`
-	TrustedHeader   string   `key:"TRUSTED_PROXY_HEADER" default:"X-Forwarded-For" enum:"X-Forwarded-For|Forwarded"`
+	TrustedHeader   string   `key:"TRUSTED_PROXY_HEADER" default:"x-forwarded-for" enum:"x-forwarded-for|forwarded"`
 	MaxConnsPerIP   int      `key:"MAX_CONNS_PER_IP" default:"256" min:"0"`
 
 	// gateway HTTP server timeouts.

@@ -7,6 +7,6 @@ import "github.com/mirobody/mirobody-go/services/wire"
 func Contracts() []wire.Contract {
 	return []wire.Contract{
 		ToolsList, ToolsCall, CallsCancel, Changed, AccountChanged, Progress,
-		ServersAdd, ServersList, ServersUpdate, ServersRemove, ServersOAuthCallback,
+		ServersAdd, ServersList, ServersUpdate, ServersRemove, ServersOAuthCallback, ServersOAuthStart,
 	}
 }

@@ -20,6 +20,9 @@ var (
 	// gateway's callback page passes the code and state, registry-svc
 	// exchanges them for tokens (the gateway never sees them).
 	ServersOAuthCallback = wire.Endpoint[ServerOAuthCallbackRequest, Server]{Subject: "registry.servers.oauth_callback"}
+	// ServersOAuthStart opens the start link of a flow begun with Link
+	// (the CLI's): the gateway binds the browser that opens it.
+	ServersOAuthStart = wire.Endpoint[ServerOAuthStartRequest, ServerOAuthStartResponse]{Subject: "registry.servers.oauth_start"}
 	// AccountChanged, for one account (AccountChanged.For(account)), is
 	// published when that account's tool list changed: its servers were
 	// edited, one of them sent list_changed, or went down or came back.
@@ -29,6 +32,11 @@ var (
 // OAuthCallbackPath is the gateway page authorization servers send the
 // user back to; the redirect URI is MCP_PUBLIC_URL followed by it.
 const OAuthCallbackPath = "/api/mcp-servers/oauth/callback"
+
+// OAuthStartPath is the gateway page a start link (ServerAddRequest.Link)
+// opens: it binds the browser to the flow, then sends it to the
+// authorization server.
+const OAuthStartPath = "/api/mcp-servers/oauth/start"
 
 // ToolSeparator joins a server name and its tool's name: `<server>__<tool>`.
 const ToolSeparator = "__"
@@ -88,15 +96,38 @@ type ServerAddRequest struct {
 	// gateway's callback); empty means bearer or headers from the fields.
 	Auth        string `json:"auth,omitempty"`
 	RedirectURI string `json:"redirect_uri,omitempty"`
+	// Link makes AuthorizeURL a single-use start link on the gateway
+	// (OAuthStartPath) instead of the authorization server's page, for a
+	// caller that has no browser to bind the flow to (the CLI, whose
+	// output only the operator sees). The gateway's API never sets it: it
+	// binds the flow to the browser that added the server.
+	Link bool `json:"link,omitempty"`
 }
 
 // ServerOAuthCallbackRequest is what the authorization server sent the
-// user's browser back with.
+// user's browser back with, and the flow (account and server) the
+// gateway found bound to that browser: the state itself is opaque.
 type ServerOAuthCallbackRequest struct {
-	State string `json:"state"`
-	Code  string `json:"code"`
+	AccountID string `json:"account_id"`
+	Name      string `json:"name"`
+	State     string `json:"state"`
+	Code      string `json:"code"`
 	// Error is the authorization server's error code, when it refused.
 	Error string `json:"error,omitempty"`
+}
+
+// ServerOAuthStartRequest opens a start link: its query parameters.
+type ServerOAuthStartRequest struct {
+	AccountID string `json:"account_id"`
+	Name      string `json:"name"`
+	Link      string `json:"link"`
+}
+
+// ServerOAuthStartResponse is the flow a start link opened: the gateway
+// binds it to the browser and sends the browser to AuthorizeURL.
+type ServerOAuthStartResponse struct {
+	State        string `json:"state"`
+	AuthorizeURL string `json:"authorize_url"`
 }
 
 // ServerListRequest lists an account's servers.
@@ -147,4 +178,10 @@ func (c *Client) RemoveServer(ctx context.Context, req *ServerRemoveRequest) (*S
 // failed_precondition for an unknown, used or expired state.
 func (c *Client) OAuthCallback(ctx context.Context, req *ServerOAuthCallbackRequest) (*Server, error) {
 	return ServersOAuthCallback.Call(ctx, c.c, req)
+}
+
+// OAuthStart spends a start link: failed_precondition for an unknown,
+// used or expired one.
+func (c *Client) OAuthStart(ctx context.Context, req *ServerOAuthStartRequest) (*ServerOAuthStartResponse, error) {
+	return ServersOAuthStart.Call(ctx, c.c, req)
 }

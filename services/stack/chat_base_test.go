@@ -189,32 +189,27 @@ func TestBaseAgentTurn(t *testing.T) {
 				t.Fatalf("token claims %v", c)
 			}
 
-			// The same token sees BASE visibility outside the turn too; a
-			// plain API key sees the full registry.
-			withToken, withKey := mcpSession(t, mcpURL, tok), mcpSession(t, mcpURL, st.Key)
+			// The turn has ended, so its token is refused (issue 15,
+			// finding 6); during the turn the provider saw BASE
+			// visibility (above), while a plain API key sees the full
+			// registry.
+			if code, out := callMyAccount(t, st.URL, "Authorization", "Bearer "+tok); code != http.StatusUnauthorized {
+				t.Errorf("tools/call with the Base token after its turn: %d %s", code, out)
+			}
+			withKey := mcpSession(t, mcpURL, st.Key)
 			ctx := context.Background()
-			listed := func(cs *mcp.ClientSession) []string {
-				res, err := cs.ListTools(ctx, nil)
-				must(t, err)
-				var names []string
-				for _, tl := range res.Tools {
-					names = append(names, tl.Name)
-				}
-				return names
+			res, err := withKey.ListTools(ctx, nil)
+			must(t, err)
+			var names []string
+			for _, tl := range res.Tools {
+				names = append(names, tl.Name)
 			}
-			if names := listed(withToken); slices.Contains(names, "secret") || slices.Contains(names, "big") || !slices.Contains(names, "add") {
-				t.Errorf("tools/list with the Base token: %v", names)
-			}
-			if names := listed(withKey); !slices.Contains(names, "secret") || !slices.Contains(names, "big") {
+			if !slices.Contains(names, "secret") || !slices.Contains(names, "big") {
 				t.Errorf("tools/list with an API key: %v", names)
 			}
-			res, err := withToken.CallTool(ctx, &mcp.CallToolParams{Name: "secret", Arguments: map[string]any{}})
-			if err == nil && !res.IsError {
-				t.Errorf("tools/call secret with the Base token succeeded: %+v", res)
-			}
-			res, err = withKey.CallTool(ctx, &mcp.CallToolParams{Name: "secret", Arguments: map[string]any{}})
-			if err != nil || res.IsError || len(res.Content) == 0 || res.Content[0].(*mcp.TextContent).Text != "leaked" {
-				t.Errorf("tools/call secret with an API key: %+v %v", res, err)
+			called, err := withKey.CallTool(ctx, &mcp.CallToolParams{Name: "secret", Arguments: map[string]any{}})
+			if err != nil || called.IsError || len(called.Content) == 0 || called.Content[0].(*mcp.TextContent).Text != "leaked" {
+				t.Errorf("tools/call secret with an API key: %+v %v", called, err)
 			}
 
 			// The turn is saved like a Deep one, and a Deep turn in the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +27,10 @@ import (
 // server's tools are then listed and callable. A token the server refuses
 // is refreshed (the refresh token rotates); a failed refresh shows
 // "authorization needed". A bad or replayed state is refused, and no
-// token appears in a GET answer or in the logs.
+// token appears in a GET answer or in the logs. The flow is bound to the
+// browser that added the server, and its state is opaque (issue 15,
+// finding 4): a victim's browser that opens the attacker's authorize URL
+// connects nothing.
 func TestExternalServerOAuth(t *testing.T) {
 	// Both sides are dev stacks, each with its own NATS (under the real
 	// permission table) and database.
@@ -47,10 +51,19 @@ func TestExternalServerOAuth(t *testing.T) {
 	must(t, err)
 	key := k.Key
 
-	// Add: the answer has the authorize URL; until then the server needs authorization.
-	code, body := apiJSON(t, http.MethodPost, base+"/api/mcp-servers", key, map[string]any{"name": "body", "url": remote.Base + "/mcp", "auth": "oauth"})
-	if code != http.StatusCreated {
-		t.Fatalf("POST: %d %s", code, body)
+	// Add, from the user's browser: the answer has the authorize URL and
+	// binds the flow to this browser; until then the server needs
+	// authorization.
+	ua := newUserAgent(t)
+	reqBody, _ := json.Marshal(map[string]any{"name": "body", "url": remote.Base + "/mcp", "auth": "oauth"})
+	addReq, err := http.NewRequest(http.MethodPost, base+"/api/mcp-servers", bytes.NewReader(reqBody))
+	must(t, err)
+	addReq.Header.Set("Authorization", "Bearer "+key)
+	addReq.Header.Set("Content-Type", "application/json")
+	resp, page := ua.do(addReq)
+	body := []byte(page)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST: %d %s", resp.StatusCode, body)
 	}
 	var added registry.Server
 	must(t, json.Unmarshal(body, &added))
@@ -58,20 +71,47 @@ func TestExternalServerOAuth(t *testing.T) {
 		!strings.HasPrefix(added.AuthorizeURL, remote.Base+"/oauth/authorize?") {
 		t.Fatalf("POST answered %s", body)
 	}
+	var flowCookie *http.Cookie
+	for _, ck := range resp.Cookies() {
+		if strings.HasPrefix(ck.Name, "mirobody_mcp_oauth_") {
+			flowCookie = ck
+		}
+	}
+	if flowCookie == nil || !flowCookie.HttpOnly || flowCookie.Path != registry.OAuthCallbackPath || flowCookie.SameSite != http.SameSiteLaxMode {
+		t.Fatalf("POST set the flow cookie %+v, want HttpOnly, SameSite=Lax, path %s", flowCookie, registry.OAuthCallbackPath)
+	}
+	// The state is opaque: the account id does not reach the server.
+	authz, err := url.Parse(added.AuthorizeURL)
+	must(t, err)
+	if st := authz.Query().Get("state"); len(st) < 20 || strings.Contains(added.AuthorizeURL, a.ID) || strings.Contains(st, "body") {
+		t.Errorf("the state %q (or the authorize URL) carries the flow's account or server", st)
+	}
 	for _, p := range []string{"code_challenge_method=S256", "code_challenge=", "resource=", "redirect_uri=", "state="} {
 		if !strings.Contains(added.AuthorizeURL, p) {
 			t.Errorf("authorize_url lacks %s: %s", p, added.AuthorizeURL)
 		}
 	}
 
+	// A victim's browser that opens this (the attacker's) authorize URL
+	// and signs in at the server is refused at our callback: the victim's
+	// identity there is not connected to the attacker's account.
+	victim := newUserAgent(t)
+	vback := victim.signIn(remote, added.AuthorizeURL)
+	if resp, page := victim.get(vback.String()); resp.StatusCode != http.StatusBadRequest || !strings.Contains(page, "started in another browser") {
+		t.Fatalf("the victim's callback: %d %s", resp.StatusCode, page)
+	}
+	if code, body := apiJSON(t, http.MethodGet, base+"/api/mcp-servers", key, nil); code != http.StatusOK ||
+		!strings.Contains(string(body), `"error":"authorization needed"`) {
+		t.Fatalf("the server after the victim's callback: %d %s", code, body)
+	}
+
 	// The user logs in and consents on the remote server's pages, and is
 	// sent back to our callback.
-	ua := newUserAgent(t)
 	back := ua.signIn(remote, added.AuthorizeURL)
 	if !strings.HasPrefix(back.String(), base+registry.OAuthCallbackPath+"?") || back.Query().Get("code") == "" {
 		t.Fatalf("the authorization server sent the browser to %s", back)
 	}
-	resp, page := ua.get(back.String())
+	resp, page = ua.get(back.String())
 	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Connected") {
 		t.Fatalf("callback: %d %s", resp.StatusCode, page)
 	}
@@ -103,7 +143,7 @@ func TestExternalServerOAuth(t *testing.T) {
 	}
 
 	// Health ok, no secret in the answer.
-	code, body = apiJSON(t, http.MethodGet, base+"/api/mcp-servers", key, nil)
+	code, body := apiJSON(t, http.MethodGet, base+"/api/mcp-servers", key, nil)
 	if code != http.StatusOK || !strings.Contains(string(body), `"auth":"oauth"`) || !strings.Contains(string(body), `"status":"ok"`) {
 		t.Fatalf("GET: %d %s", code, body)
 	}
@@ -182,17 +222,31 @@ func TestExternalServerOAuth(t *testing.T) {
 		"--config", "testdata/empty.yaml"}, &out, &errOut); code != 0 {
 		t.Fatalf("mirobody mcp add --oauth = %d: %s %s", code, out.String(), errOut.String())
 	}
-	authURL := ""
+	// It prints a start link on our gateway: the browser that opens it
+	// is bound to the flow and sent on to the server; the link works once.
+	link := ""
 	for _, line := range strings.Split(out.String(), "\n") {
-		if strings.HasPrefix(line, remote.Base+"/oauth/authorize?") {
-			authURL = line
+		if strings.HasPrefix(line, base+registry.OAuthStartPath+"?") {
+			link = line
 		}
 	}
-	if authURL == "" || !strings.Contains(out.String(), "authorization needed") {
+	if link == "" || !strings.Contains(out.String(), "authorization needed") {
 		t.Fatalf("mirobody mcp add --oauth printed:\n%s", out.String())
 	}
-	back = newUserAgent(t).signIn(remote, authURL)
-	if resp, page := ua.get(back.String()); resp.StatusCode != http.StatusOK {
+	operator := newUserAgent(t)
+	resp, page = operator.get(link)
+	if resp.StatusCode != http.StatusFound || !strings.HasPrefix(resp.Header.Get("Location"), remote.Base+"/oauth/authorize?") {
+		t.Fatalf("start link: %d %q %s", resp.StatusCode, resp.Header.Get("Location"), page)
+	}
+	cliAuthURL := resp.Header.Get("Location")
+	if resp, page := newUserAgent(t).get(link); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("start link opened twice: %d %s", resp.StatusCode, page)
+	}
+	back = operator.signIn(remote, cliAuthURL)
+	if resp, page := ua.get(back.String()); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("callback of the CLI's flow in another browser: %d %s", resp.StatusCode, page)
+	}
+	if resp, page := operator.get(back.String()); resp.StatusCode != http.StatusOK {
 		t.Fatalf("callback of the CLI's flow: %d %s", resp.StatusCode, page)
 	}
 	code, body = apiJSON(t, http.MethodGet, base+"/api/mcp-servers", key, nil)

@@ -81,7 +81,9 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		enabled := !*disabled
 		req := &registry.ServerAddRequest{AccountID: a.ID, Name: *name, URL: *url, AccessToken: token, Headers: headers, Enabled: &enabled}
 		if *oauth {
-			req.Auth, req.RedirectURI = registry.AuthOAuth, strings.TrimRight(cfg.MCPPublicURL, "/")+registry.OAuthCallbackPath
+			// No browser here: the answer is a start link that binds the
+			// browser which opens it first.
+			req.Auth, req.RedirectURI, req.Link = registry.AuthOAuth, strings.TrimRight(cfg.MCPPublicURL, "/")+registry.OAuthCallbackPath, true
 		}
 		s, err := reg.AddServer(ctx, req)
 		if err != nil {
@@ -89,7 +91,7 @@ func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		fmt.Fprintf(stdout, "added %s (%s), health %s\n", s.Name, s.URL, healthText(s.Health))
 		if s.AuthorizeURL != "" {
-			fmt.Fprintf(stdout, "open this page to authorize Mirobody (within 10 minutes):\n%s\n", s.AuthorizeURL)
+			fmt.Fprintf(stdout, "open this page in your browser to authorize Mirobody (once, within 10 minutes; keep it private):\n%s\n", s.AuthorizeURL)
 		}
 	case "ls":
 		r, err := reg.ListServers(ctx, &registry.ServerListRequest{AccountID: a.ID})

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/gateway"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
@@ -35,10 +35,10 @@ func TestPostgresOutageIsUnavailable(t *testing.T) {
 	gwAdmin := startGroup(t, gw)
 
 	ctx := context.Background()
-	accounts := vfs.NewAccounts(servicetest.Client(t, natsURL))
-	acct, err := accounts.Create(ctx, &vfs.AccountCreateRequest{Email: "pg-outage@example.com"})
+	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+	acct, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: "pg-outage@example.com"})
 	must(t, err)
-	key, err := accounts.CreateKey(ctx, &vfs.KeyCreateRequest{AccountID: acct.ID, Name: "test"})
+	key, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "test"})
 	must(t, err)
 	me := "http://" + gw.Addr() + "/api/me"
 	if code, body := httpGet(t, me, key.Key); code != http.StatusOK {
@@ -46,7 +46,7 @@ func TestPostgresOutageIsUnavailable(t *testing.T) {
 	}
 
 	proxy.kill()
-	_, err = accounts.Get(ctx, &vfs.AccountGetRequest{ID: acct.ID})
+	_, err = accts.Get(ctx, &accounts.AccountGetRequest{ID: acct.ID})
 	var werr *wire.Error
 	if !errors.As(err, &werr) || werr.Code != wire.Unavailable {
 		t.Errorf("vfs accounts.get with the database down: %v, want unavailable", err)

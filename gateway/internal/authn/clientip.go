@@ -27,7 +27,7 @@ func NewProxies(trusted []string, header string) (*Proxies, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing TRUSTED_PROXIES: %w", err)
 	}
-	strategy, err := realclientip.NewRightmostTrustedRangeStrategy(header, nets)
+	strategy, err := realclientip.NewRightmostTrustedRangeStrategy(http.CanonicalHeaderKey(header), nets)
 	if err != nil {
 		return nil, fmt.Errorf("parsing TRUSTED_PROXY_HEADER: %w", err)
 	}

@@ -6,10 +6,11 @@ import (
 )
 
 // Revocations remembers revoked credentials (MCP session nonces ended by
-// DELETE, access-token ids revoked at /oauth/revoke) until they would have
-// expired anyway, which bounds the set by the revocation rate times the
-// lifetime. Every replica fills it from an event; a replica that starts
-// later does not know earlier revocations (see design.md).
+// DELETE; access-token ids and grants, copied from vfs-svc by the
+// authorization server) until they would have expired anyway, which
+// bounds the set by the revocation rate times the lifetime. The set is
+// this replica's memory: filling it from a durable store, where needed,
+// is the owner's job (see design.md "Revocation").
 type Revocations struct {
 	mu  sync.Mutex
 	m   map[string]time.Time

@@ -4,9 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -196,17 +198,34 @@ func (o *Server) login(c echo.Context) error {
 	if ar == nil {
 		return err
 	}
+	ctx := c.Request().Context()
 	email := strings.TrimSpace(c.FormValue("email"))
 	if wait, ok := o.limits.Allow("login:"+strings.ToLower(email), true); !ok {
 		c.Response().Header().Set("Retry-After", authn.RetryAfter(wait))
 		return o.loginPage(c, http.StatusTooManyRequests, ar, email, "Too many attempts; wait a minute and try again.")
 	}
-	acct, err := o.accounts.Login(c.Request().Context(), &accounts.AccountLoginRequest{Email: email, Password: c.FormValue("password")})
+	// The lockout counters are shared by every replica (design.md "Login
+	// attempts"); the attempt counts as a failure until it succeeds.
+	attempt := &accounts.LoginAttemptRequest{Email: email, IP: authn.ClientIP(c.Request())}
+	gate, err := o.logins.LoginAttempt(ctx, attempt)
+	if err != nil {
+		return err
+	}
+	if gate.RetryAfterS > 0 {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(gate.RetryAfterS))
+		return o.loginPage(c, http.StatusTooManyRequests, ar, email,
+			fmt.Sprintf("Too many attempts; try again in %d s.", gate.RetryAfterS))
+	}
+	acct, err := o.accounts.Login(ctx, &accounts.AccountLoginRequest{Email: email, Password: c.FormValue("password")})
 	if wire.IsCode(err, wire.Unauthenticated) {
 		return o.loginPage(c, http.StatusUnauthorized, ar, email, "Wrong email or password.")
 	}
 	if err != nil {
 		return err
+	}
+	if _, err := o.logins.LoginSucceeded(ctx, attempt); err != nil {
+		// The user is in; the email's failures fade after a day anyway.
+		o.log.WarnContext(ctx, "clearing login failures failed", "err", err)
 	}
 	sess := &loginSession{AccountID: acct.ID, Email: acct.Email}
 	v, err := o.box.seal(purposeSession, sess, loginTTL)

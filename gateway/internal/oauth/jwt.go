@@ -13,6 +13,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/gateway/internal/authn"
 	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -46,15 +47,15 @@ type Tokens struct {
 	// issuer is the iss claim (the public base URL); resource is the aud
 	// of tokens for /mcp.
 	issuer, resource string
-	// revoked holds the jti of revoked access tokens until they expire.
-	revoked *authn.Revocations
+	// revoked is this replica's copy of the revoked tokens and grants.
+	revoked *revocations
 	now     func() time.Time
 }
 
 // newTokens returns the issuer for the gateway's public URL.
-func newTokens(keys *signingKeys, publicURL string) *Tokens {
+func newTokens(keys *signingKeys, revoked *revocations, publicURL string) *Tokens {
 	base := strings.TrimRight(publicURL, "/")
-	return &Tokens{keys: keys, issuer: base, resource: base + "/mcp", revoked: authn.NewRevocations(), now: time.Now}
+	return &Tokens{keys: keys, issuer: base, resource: base + "/mcp", revoked: revoked, now: time.Now}
 }
 
 // Mint signs c, filling iss, iat, exp and jti.
@@ -104,10 +105,31 @@ func (ti *Tokens) parse(ctx context.Context, token, audience string) (*AccessCla
 		// The store is down: not the client's fault, so not a 401.
 		return nil, wire.Errorf(wire.Unavailable, "token keys are unavailable")
 	}
-	if err != nil || c.Subject == "" || ti.revoked.Has(c.ID) {
+	if err != nil || c.Subject == "" {
+		return nil, wire.Errorf(wire.Unauthenticated, "invalid token")
+	}
+	refused, err := ti.revoked.refused(ctx, c.ID, c.Grant)
+	if err != nil {
+		return nil, err
+	}
+	if refused {
 		return nil, wire.Errorf(wire.Unauthenticated, "invalid token")
 	}
 	return &c, nil
+}
+
+// Revoke refuses token on every replica until it expires, durably; a
+// token that is already invalid needs nothing. The gateway revokes a Base
+// turn's token when the turn ends.
+func (ti *Tokens) Revoke(ctx context.Context, token string) error {
+	c, err := ti.parse(ctx, token, ti.resource)
+	if wire.IsCode(err, wire.Unauthenticated) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return ti.revoked.add(ctx, accounts.Revocation{Kind: accounts.RevokedToken, ID: c.ID, Until: c.ExpiresAt.Add(clockSkew)})
 }
 
 // Verify resolves an access token for /mcp to its principal; it

@@ -5,8 +5,6 @@ package oauth
 
 import (
 	"crypto/rand"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -36,16 +34,6 @@ const (
 // page words them.
 var scopeDescriptions = map[string]string{"mcp": "use your Mirobody tools and data through MCP"}
 
-// subjectTokenRevoked tells every gateway replica that an access token was
-// revoked (RFC 7009), so that it is refused before it expires.
-const subjectTokenRevoked = "events.gateway.token_revoked"
-
-// tokenRevoked is the event on subjectTokenRevoked.
-type tokenRevoked struct {
-	JTI   string    `json:"jti"`
-	Until time.Time `json:"until"`
-}
-
 // Server is the authorization server of the gateway (design.md "OAuth
 // authorization server"). It keeps no state of its own: clients, codes,
 // refresh tokens and signing keys live in vfs-svc, and the pages carry
@@ -53,12 +41,13 @@ type tokenRevoked struct {
 type Server struct {
 	store    *accounts.OAuth
 	accounts *accounts.Accounts
-	bus      *wire.Client
-	tokens   *Tokens
-	box      *box
-	clients  *clientResolver
-	limits   *authn.Limits
-	issuer   string
+	// logins counts login attempts for the lockout.
+	logins  *accounts.Revocations
+	tokens  *Tokens
+	box     *box
+	clients *clientResolver
+	limits  *authn.Limits
+	issuer  string
 	// secure marks cookies Secure (the public URL is https).
 	secure bool
 	log    *slog.Logger
@@ -106,17 +95,13 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	tokens := newTokens(keys, opts.PublicURL)
-	if _, err := opts.Conn.Subscribe(subjectTokenRevoked, func(msg *nats.Msg) {
-		var ev tokenRevoked
-		if json.Unmarshal(msg.Data, &ev) == nil && ev.JTI != "" {
-			tokens.revoked.Add(ev.JTI, ev.Until)
-		}
-	}); err != nil {
-		return nil, fmt.Errorf("subscribing to %s: %w", subjectTokenRevoked, err)
+	revoked, err := newRevocations(opts.Bus, opts.Conn, log)
+	if err != nil {
+		return nil, err
 	}
+	tokens := newTokens(keys, revoked, opts.PublicURL)
 	return &Server{
-		store: store, accounts: accounts.NewAccounts(opts.Bus), bus: opts.Bus, tokens: tokens, box: b,
+		store: store, accounts: accounts.NewAccounts(opts.Bus), logins: accounts.NewRevocations(opts.Bus), tokens: tokens, box: b,
 		clients: newClientResolver(store, opts.AllowPrivateClients, log),
 		limits:  authn.NewLimits(authn.LimitsOptions{PerAccount: opts.PerAccount, PerIP: opts.PerIP}),
 		issuer:  tokens.issuer, secure: strings.HasPrefix(opts.PublicURL, "https://"),

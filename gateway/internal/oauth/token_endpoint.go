@@ -71,6 +71,8 @@ func (o *Server) codeGrant(c echo.Context) error {
 	// attempt cannot be retried with another verifier.
 	grant, err := o.store.ConsumeCode(ctx, &accounts.OAuthCodeConsumeRequest{Hash: accounts.HashKey(code)})
 	if wire.IsCode(err, wire.Unauthenticated) {
+		// A replay makes vfs-svc kill the grant: learn it at once.
+		o.tokens.revoked.invalidate()
 		return oauthFail(c, http.StatusBadRequest, "invalid_grant", "the authorization code is invalid, expired or already used")
 	}
 	if err != nil {
@@ -131,6 +133,8 @@ func (o *Server) refreshGrant(c echo.Context) error {
 		Next: accounts.OAuthRefresh{Hash: accounts.HashKey(next), Scope: scope, Expires: o.now().Add(refreshTTL)}})
 	switch {
 	case wire.IsCode(err, wire.Unauthenticated), wire.IsCode(err, wire.FailedPrecondition):
+		// A reuse makes vfs-svc kill the grant: learn it at once.
+		o.tokens.revoked.invalidate()
 		return oauthFail(c, http.StatusBadRequest, "invalid_grant", "the refresh token is invalid, expired or revoked")
 	case wire.IsCode(err, wire.InvalidArgument):
 		return oauthFail(c, http.StatusBadRequest, "invalid_scope", "the scope exceeds the original grant")
@@ -180,6 +184,8 @@ func (o *Server) revoke(c echo.Context) error {
 		if _, err := o.store.RevokeRefresh(ctx, &accounts.OAuthRefreshRevokeRequest{Hash: accounts.HashKey(tok), ClientID: clientID(c)}); err != nil {
 			return err
 		}
+		// vfs-svc killed the grant: its access tokens go too (RFC 7009 §2.1).
+		o.tokens.revoked.invalidate()
 		return c.NoContent(http.StatusOK)
 	}
 	claims, err := o.tokens.parse(ctx, tok, o.tokens.resource)
@@ -192,9 +198,11 @@ func (o *Server) revoke(c echo.Context) error {
 	if id := clientID(c); id != "" && claims.ClientID != id {
 		return c.NoContent(http.StatusOK) // not this client's token: nothing happens
 	}
-	ev := tokenRevoked{JTI: claims.ID, Until: claims.ExpiresAt.Time}
-	o.tokens.revoked.Add(ev.JTI, ev.Until)
-	if err := o.bus.Publish(ctx, subjectTokenRevoked, &ev); err != nil {
+	revs := []accounts.Revocation{{Kind: accounts.RevokedToken, ID: claims.ID, Until: claims.ExpiresAt.Add(clockSkew)}}
+	if claims.Grant != "" {
+		revs = append(revs, accounts.Revocation{Kind: accounts.RevokedGrant, ID: claims.Grant, Until: o.now().Add(accounts.GrantKillTTL)})
+	}
+	if err := o.tokens.revoked.add(ctx, revs...); err != nil {
 		return err
 	}
 	if claims.Grant != "" {

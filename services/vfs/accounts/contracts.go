@@ -10,5 +10,6 @@ func Contracts() []wire.Contract {
 		KeysCreate, KeysList, KeysRevoke, KeysVerify, KeyRevoked,
 		OAuthKeysRotate, OAuthKeysList, OAuthClientsRegister, OAuthClientsGet,
 		OAuthCodesCreate, OAuthCodesConsume, OAuthRefreshCreate, OAuthRefreshRotate, OAuthRefreshRevoke,
+		OAuthRevocationsAdd, OAuthRevocationsList, OAuthLoginsAttempt, OAuthLoginsSucceeded,
 	}
 }

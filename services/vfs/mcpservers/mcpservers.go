@@ -54,6 +54,9 @@ type MCPServerOAuth struct {
 	State        string    `json:"state,omitempty"`
 	Verifier     string    `json:"verifier,omitempty"`
 	PendingUntil time.Time `json:"pending_until,omitzero"`
+	// Link is the secret of the flow's start link (registry
+	// ServerAddRequest.Link), until a browser opens it.
+	Link string `json:"link,omitempty"`
 }
 
 // MCPServer is one stored external MCP server.
