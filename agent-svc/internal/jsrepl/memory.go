@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/metrics"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,10 +15,11 @@ import (
 )
 
 // goja has no allocation limit, so the memory budget is kept from outside
-// (design.md, "js_eval on goja"): one eval at a time runs JavaScript on a
-// Store (the gate), so heap growth while it runs is its own; a watcher
-// samples the heap and interrupts the runtime over budget; the builtins
-// that allocate in one native call are guarded by guards.js.
+// (design.md, "js_eval on goja"): a ledger samples the process heap and
+// books its growth on the evals running JavaScript meanwhile, in equal
+// shares; a watcher per eval interrupts the runtime over budget; the
+// builtins that allocate in one native call are guarded by guards.js and
+// ask for their bytes first.
 
 //go:embed guards.js
 var guardsSource string
@@ -45,74 +47,115 @@ func (e *memoryError) Error() string {
 
 func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
 
-// meter accounts one eval's heap growth, plus what the session's state
-// held before it, against the budget. Its counters are shared with the
-// watcher goroutine.
+// ledger books the process heap's growth on the evals that run JavaScript
+// (hold a slot): each sample's change since the last is split equally
+// among them. One eval running alone is charged exactly its growth; evals
+// running together share what they grew, so an eval that allocates little
+// next to one that allocates much is charged at most an equal share of
+// the ticks it ran in (design.md says why this and not per-runtime counts).
+type ledger struct {
+	mu     sync.Mutex
+	last   int64
+	active map[*meter]struct{}
+}
+
+func newLedger() *ledger { return &ledger{active: map[*meter]struct{}{}} }
+
+// settleLocked books the heap's change since the last sample; l.mu is held.
+func (l *ledger) settleLocked() {
+	h := heapBytes()
+	d := h - l.last
+	l.last = h
+	if n := int64(len(l.active)); n > 0 {
+		for m := range l.active {
+			m.grown += d / n
+		}
+	}
+}
+
+// settle books the heap's change and returns m's usage.
+func (l *ledger) settle(m *meter) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.settleLocked()
+	return m.base + m.grown
+}
+
+// join starts charging m; growth before it is its predecessors'.
+func (l *ledger) join(m *meter) {
+	l.mu.Lock()
+	l.settleLocked()
+	l.active[m] = struct{}{}
+	m.holding.Store(true)
+	l.mu.Unlock()
+}
+
+// leave stops charging m and moves its growth into its base.
+func (l *ledger) leave(m *meter) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.settleLocked()
+	delete(l.active, m)
+	m.holding.Store(false)
+	m.base += m.grown
+	m.grown = 0
+	return m.base
+}
+
+// meter accounts one eval's memory, the session's state before it plus
+// its share of the heap growth while it ran JavaScript, against the budget.
 type meter struct {
-	rt    *goja.Runtime
-	gate  chan struct{}
-	limit int64
-	// slack is the growth below which a hold's raw heap delta, garbage
+	rt     *goja.Runtime
+	ledger *ledger
+	limit  int64
+	// slack is the growth below which a hold's booked growth, garbage
 	// included, is taken as is rather than confirmed by a collection.
 	slack int64
-	// base is the session's state before this eval plus the growth of
-	// the eval's finished holds of the gate.
-	base atomic.Int64
-	// start is the heap when the current hold began; 0 between holds.
-	start atomic.Int64
+	// deadline ends the eval's time budget; regular expressions get the
+	// time left (regex.go).
+	deadline time.Time
+	// base and grown are guarded by ledger.mu: base is the session's
+	// state before this eval plus the growth of its finished holds,
+	// grown the growth booked on the current hold.
+	base, grown int64
+	holding     atomic.Bool
 	// quiet is the usage below which the watcher does not collect again
 	// after a collection showed the session within budget.
 	quiet    atomic.Int64
 	breached atomic.Bool
 }
 
-func newMeter(rt *goja.Runtime, gate chan struct{}, limit, retained int64) *meter {
-	m := &meter{rt: rt, gate: gate, limit: limit, slack: max(limit/64, 1<<20)}
-	m.base.Store(retained)
-	return m
+func newMeter(rt *goja.Runtime, l *ledger, limit, retained int64) *meter {
+	return &meter{rt: rt, ledger: l, limit: limit, slack: max(limit/64, 1<<20), base: retained}
 }
 
-// acquire takes the gate, so that this eval alone runs JavaScript.
-func (m *meter) acquire(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err // select would pick at random between a free gate and a done ctx
-	}
-	select {
-	case m.gate <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	m.start.Store(heapBytes())
-	return nil
-}
+// hold starts charging the meter; the eval has a slot.
+func (m *meter) hold() { m.ledger.join(m) }
 
-// release ends a hold of the gate and books its growth. A large delta is
-// measured after a collection, so that the eval's garbage is not booked as
-// state.
-func (m *meter) release() {
-	start := m.start.Load()
-	d := heapBytes() - start
-	if d > m.slack {
+// unhold stops charging it and books the hold's growth. A large growth
+// is measured after a collection, so that the eval's garbage is not
+// booked as state.
+func (m *meter) unhold() {
+	if u := m.ledger.settle(m); u-m.peekBase() > m.slack {
 		runtime.GC()
-		d = heapBytes() - start
 	}
-	// start goes first: the watcher then undercounts for a moment rather
-	// than counting the hold twice.
-	m.start.Store(0)
-	m.base.Add(d)
-	<-m.gate
-	if m.base.Load() > m.limit {
+	if m.ledger.leave(m) > m.limit {
 		m.breach()
 	}
 }
 
-// used is the session's estimated heap now.
+func (m *meter) peekBase() int64 {
+	m.ledger.mu.Lock()
+	defer m.ledger.mu.Unlock()
+	return m.base
+}
+
+// used is the session's estimated memory now.
 func (m *meter) used() int64 {
-	u := m.base.Load()
-	if start := m.start.Load(); start != 0 {
-		u += heapBytes() - start
+	if m.holding.Load() {
+		return m.ledger.settle(m)
 	}
-	return u
+	return m.peekBase()
 }
 
 // over reports whether need more bytes exceed the budget; before saying
@@ -136,7 +179,7 @@ func (m *meter) breach() {
 	m.rt.Interrupt(&memoryError{limit: m.limit})
 }
 
-// watch samples the heap while the eval holds the gate, until stop closes;
+// watch samples the heap while the eval holds a slot, until stop closes;
 // then it closes done. goja clears an interrupt once raised, and a native
 // caller may swallow it, so a breach or the end of ctx (the time budget)
 // is raised again at every tick until the eval ends.
@@ -154,7 +197,7 @@ func (m *meter) watch(ctx context.Context, stop <-chan struct{}, done chan<- str
 				m.rt.Interrupt(&memoryError{limit: m.limit})
 			case ctx.Err() != nil:
 				m.rt.Interrupt("time budget exceeded")
-			case m.start.Load() != 0 && m.over(0):
+			case m.holding.Load() && m.over(0):
 				m.breach()
 			}
 		}
@@ -192,8 +235,8 @@ func compileGuards() *goja.Program {
 }
 
 // installGuards runs guards.js in a fresh runtime, handing it reserve,
-// left and count; reserve and left reach the meter of the eval in progress
-// through cur.
+// left, count and regex; reserve, left and regex reach the meter of the
+// eval in progress through cur.
 func installGuards(rt *goja.Runtime, guards *goja.Program, cur func() *meter) error {
 	v, err := rt.RunProgram(guards)
 	if err != nil {
@@ -229,7 +272,7 @@ func installGuards(rt *goja.Runtime, guards *goja.Program, cur func() *meter) er
 		}
 		return rt.ToValue(occurrences(s, sep))
 	}
-	if _, err := install(goja.Undefined(), rt.ToValue(reserve), rt.ToValue(left), rt.ToValue(count)); err != nil {
+	if _, err := install(goja.Undefined(), rt.ToValue(reserve), rt.ToValue(left), rt.ToValue(count), rt.ToValue(regexGuard(cur))); err != nil {
 		return fmt.Errorf("installing the memory guards: %w", err)
 	}
 	return nil
