@@ -58,17 +58,25 @@
 	// flat copies nested arrays down to depth; the count stops once it
 	// passes the room left, where reserve decides.
 	const nested = (a, depth, room) => {
+		if (depth <= 0) return len(a.length);
 		let n = 0;
 		const k = len(a.length);
 		for (let i = 0; i < k && n <= room; i++) {
 			const e = a[i];
-			n += depth > 0 && isArray(e) ? nested(e, depth - 1, room - n) : 1;
+			n += isArray(e) ? nested(e, depth - 1, room - n) : 1;
 		}
 		return n;
 	};
 	replace(Array.prototype, 'flat', (a, depth) => {
-		const d = depth === undefined ? 1 : int(depth);
-		reserve(nested(a, min(d, 64), left() / SLOT) * SLOT);
+		const d = min(depth === undefined ? 1 : int(depth), 64);
+		// A count cut at the room is over it, unless a collection made
+		// more room: then count again, up to the new room.
+		for (let room = left() / SLOT; ;) {
+			const n = nested(a, d, room);
+			reserve(n * SLOT);
+			if (n <= room) return;
+			room = left() / SLOT;
+		}
 	});
 	// flatMap appends each callback result in one step: it is asked for
 	// before the step.
