@@ -60,7 +60,7 @@ type Service struct {
 	runs map[string]context.CancelCauseFunc
 	// turns counts each account's running turns (AGENT_MAX_TURNS_PER_ACCOUNT).
 	turns map[string]int
-	wg   sync.WaitGroup
+	wg    sync.WaitGroup
 	// halted ends when Stop gives up waiting, so that even the work a
 	// cancelled run still does (saving its session) stops.
 	halted context.Context
