@@ -123,6 +123,9 @@ type meter struct {
 	// after a collection showed the session within budget.
 	quiet    atomic.Int64
 	breached atomic.Bool
+	// collected is closed when the watcher's confirming collection ends;
+	// nil when none runs. Only the watcher uses it.
+	collected chan struct{}
 }
 
 func newMeter(rt *goja.Runtime, l *ledger, limit, retained int64) *meter {
@@ -173,6 +176,36 @@ func (m *meter) over(need int64) bool {
 	return u+need > m.limit
 }
 
+// overWatched is over(0) for the watcher. Its confirming collection runs
+// on another goroutine, because the runtime goes on meanwhile: a string
+// doubling allocates hundreds of MB per step, and a collection of a large
+// heap takes longer than a step. While it runs, twice the budget ends the
+// eval without waiting for it.
+func (m *meter) overWatched() bool {
+	u := m.used()
+	if m.collected != nil {
+		select {
+		case <-m.collected:
+		default:
+			return u > 2*m.limit
+		}
+		m.collected = nil
+		u = m.used()
+		m.quiet.Store(u + m.slack)
+		return u > m.limit
+	}
+	if u <= m.limit || u <= m.quiet.Load() {
+		return false
+	}
+	done := make(chan struct{})
+	m.collected = done
+	go func() {
+		runtime.GC()
+		close(done)
+	}()
+	return false
+}
+
 // breach marks the eval over budget and interrupts the runtime.
 func (m *meter) breach() {
 	m.breached.Store(true)
@@ -197,7 +230,7 @@ func (m *meter) watch(ctx context.Context, stop <-chan struct{}, done chan<- str
 				m.rt.Interrupt(&memoryError{limit: m.limit})
 			case ctx.Err() != nil:
 				m.rt.Interrupt("time budget exceeded")
-			case m.holding.Load() && m.over(0):
+			case m.holding.Load() && m.overWatched():
 				m.breach()
 			}
 		}
