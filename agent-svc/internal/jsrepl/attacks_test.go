@@ -208,3 +208,33 @@ func TestRegexTimeoutReachesEngine(t *testing.T) {
 		}
 	}
 }
+
+// A long CPU-bound eval of one account beside another's that grows until
+// its budget stops it is not charged for that growth: the heap's growth is
+// split by the page faults of the evals' threads.
+func TestMemoryHogSparesBusyNeighbour(t *testing.T) {
+	s := NewStore(Options{Timeout: 60 * time.Second, MaxMemory: testBudget, MaxConcurrent: 2, Log: servicetest.Logger(t)})
+	started := make(chan struct{})
+	var wg sync.WaitGroup
+	var busy EvalResult
+	var busyEnd time.Time
+	wg.Go(func() {
+		// Busy for longer than the hog takes to meet its budget.
+		busy = s.Eval(context.Background(), &EvalRequest{Account: "good", Session: "good/1", Tools: []string{"started"}, Call: signal(started),
+			Code: `tools.started(); const end = Date.now() + 8000; let t = 0; while (Date.now() < end) t++; t > 0`})
+		busyEnd = time.Now()
+	})
+	<-started
+	hog := s.Eval(context.Background(), &EvalRequest{Account: "evil", Session: "evil/1", Code: `globalThis.keep = []; for (;;) keep.push({x: Math.random()})`})
+	hogEnd := time.Now()
+	wg.Wait()
+	if !strings.Contains(hog.Error, "memory budget") {
+		t.Fatalf("the hog was not stopped: %+v", hog)
+	}
+	if hogEnd.After(busyEnd) {
+		t.Fatalf("the hog outlasted its neighbour (%v): the test proves nothing", hogEnd.Sub(busyEnd))
+	}
+	if busy.Error != "" || busy.Output != "=> true\n" {
+		t.Fatalf("the busy neighbour was charged: %+v", busy)
+	}
+}

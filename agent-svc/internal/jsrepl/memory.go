@@ -48,11 +48,13 @@ func (e *memoryError) Error() string {
 func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
 
 // ledger books the process heap's growth on the evals that run JavaScript
-// (hold a slot): each sample's change since the last is split equally
-// among them. One eval running alone is charged exactly its growth; evals
-// running together share what they grew, so an eval that allocates little
-// next to one that allocates much is charged at most an equal share of
-// the ticks it ran in (design.md says why this and not per-runtime counts).
+// (hold a slot). One eval running alone is charged exactly its growth.
+// Evals running together split each sample's growth in proportion to the
+// minor page faults of their threads since the last sample (faults.go):
+// growing the heap touches new pages, reusing garbage does not, so an
+// eval that allocates little beside one that grows is charged little.
+// Without faults to go by (none, or no /proc), and for the shrinking a
+// collection brings, the split is equal (design.md says why).
 type ledger struct {
 	mu     sync.Mutex
 	last   int64
@@ -66,8 +68,20 @@ func (l *ledger) settleLocked() {
 	h := heapBytes()
 	d := h - l.last
 	l.last = h
-	if n := int64(len(l.active)); n > 0 {
-		for m := range l.active {
+	var total int64
+	for m := range l.active {
+		f, ok := threadFaults(m.tid)
+		m.faults, m.lastFaults = max(f-m.lastFaults, 0), f
+		if !ok {
+			m.faults = 0
+		}
+		total += m.faults
+	}
+	n := int64(len(l.active))
+	for m := range l.active {
+		if d > 0 && total > 0 {
+			m.grown += d * m.faults / total
+		} else if n > 0 {
 			m.grown += d / n
 		}
 	}
@@ -85,6 +99,8 @@ func (l *ledger) settle(m *meter) int64 {
 func (l *ledger) join(m *meter) {
 	l.mu.Lock()
 	l.settleLocked()
+	m.tid = gettid()
+	m.lastFaults, _ = threadFaults(m.tid)
 	l.active[m] = struct{}{}
 	m.holding.Store(true)
 	l.mu.Unlock()
@@ -118,7 +134,12 @@ type meter struct {
 	// state before this eval plus the growth of its finished holds,
 	// grown the growth booked on the current hold.
 	base, grown int64
-	holding     atomic.Bool
+	// tid is the thread the eval's goroutine is locked to while it holds
+	// a slot; lastFaults its fault count at the last sample, faults the
+	// count since the one before (ledger.mu guards all three).
+	tid                int
+	lastFaults, faults int64
+	holding            atomic.Bool
 	// quiet is the usage below which the watcher does not collect again
 	// after a collection showed the session within budget.
 	quiet    atomic.Int64
@@ -132,8 +153,13 @@ func newMeter(rt *goja.Runtime, l *ledger, limit, retained int64) *meter {
 	return &meter{rt: rt, ledger: l, limit: limit, slack: max(limit/64, 1<<20), base: retained}
 }
 
-// hold starts charging the meter; the eval has a slot.
-func (m *meter) hold() { m.ledger.join(m) }
+// hold starts charging the meter; the eval has a slot. Its goroutine
+// stays on one thread until unhold, so that the thread's page faults are
+// the eval's.
+func (m *meter) hold() {
+	runtime.LockOSThread()
+	m.ledger.join(m)
+}
 
 // unhold stops charging it and books the hold's growth. A large growth
 // is measured after a collection, so that the eval's garbage is not
@@ -142,7 +168,9 @@ func (m *meter) unhold() {
 	if u := m.ledger.settle(m); u-m.peekBase() > m.slack {
 		runtime.GC()
 	}
-	if m.ledger.leave(m) > m.limit {
+	over := m.ledger.leave(m) > m.limit
+	runtime.UnlockOSThread()
+	if over {
 		m.breach()
 	}
 }
