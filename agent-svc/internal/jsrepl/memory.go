@@ -99,7 +99,7 @@ func (l *ledger) settle(m *meter) int64 {
 func (l *ledger) join(m *meter) {
 	l.mu.Lock()
 	l.settleLocked()
-	m.tid = gettid()
+	m.tid = currentThread()
 	m.lastFaults, _ = threadFaults(m.tid)
 	l.active[m] = struct{}{}
 	m.holding.Store(true)

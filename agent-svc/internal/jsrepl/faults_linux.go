@@ -12,8 +12,8 @@ import (
 // (field 10 of /proc/self/task/<tid>/stat). A goroutine that grows the
 // heap writes to pages the process never touched, so it faults, on its
 // own thread; one that reuses freed memory does not. The ledger weighs
-// the heap's growth by these counts (memory.go). ok is false where the
-// file is missing (not Linux).
+// the heap's growth by these counts (memory.go). ok is false when the
+// file cannot be read.
 func threadFaults(tid int) (n int64, ok bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
 	if err != nil {
@@ -33,4 +33,5 @@ func threadFaults(tid int) (n int64, ok bool) {
 	return n, err == nil
 }
 
-func gettid() int { return syscall.Gettid() }
+// currentThread is the calling thread's id.
+func currentThread() int { return syscall.Gettid() }
