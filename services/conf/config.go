@@ -80,7 +80,7 @@ type Config struct {
 	JSMaxConcurrent      int `key:"JS_MAX_CONCURRENT" default:"0" min:"0"`
 	JSMaxEvalsPerAccount int `key:"JS_MAX_EVALS_PER_ACCOUNT" default:"0" min:"0"`
 	JSMaxStateBytes      int `key:"JS_MAX_STATE_BYTES" default:"536870912" min:"1048576"`
-	MaxTurnsPerAccount   int `key:"AGENT_MAX_TURNS_PER_ACCOUNT" default:"4" min:"1"`
+	MaxTurnsPerAccount   int `key:"AGENT_MAX_TURNS_PER_ACCOUNT" default:"8" min:"1"`
 
 	// vfs-svc.
 	VFSMaxFileBytes    int `key:"VFS_MAX_FILE_BYTES" default:"10485760" min:"1"`
