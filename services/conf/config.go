@@ -76,7 +76,7 @@ type Config struct {
 	JSStateTTLS     int                 `key:"JS_STATE_TTL_S" default:"1800" min:"1"`
 	JSMaxMemory     int                 `key:"JS_MAX_MEMORY_BYTES" default:"268435456" min:"1048576"`
 	// JSMaxConcurrent and JSMaxEvalsPerAccount: 0 means the number of
-	// CPUs, and half of JS_MAX_CONCURRENT (at least 1).
+	// CPUs (at least 2), and half of JS_MAX_CONCURRENT (at least 1).
 	JSMaxConcurrent      int `key:"JS_MAX_CONCURRENT" default:"0" min:"0"`
 	JSMaxEvalsPerAccount int `key:"JS_MAX_EVALS_PER_ACCOUNT" default:"0" min:"0"`
 	JSMaxStateBytes      int `key:"JS_MAX_STATE_BYTES" default:"536870912" min:"1048576"`

@@ -38,7 +38,7 @@ type Options struct {
 	// TTL drops a session's state after it was unused this long.
 	TTL time.Duration
 	// MaxConcurrent bounds the evals running JavaScript at once; 0 means
-	// the number of CPUs.
+	// the number of CPUs, at least 2.
 	MaxConcurrent int
 	// MaxEvalsPerAccount bounds those of one account; 0 means half of
 	// MaxConcurrent (at least 1), so that one account never holds them all.
@@ -107,7 +107,9 @@ func NewStore(opts Options) *Store {
 		opts.MaxMemory = 256 << 20
 	}
 	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = runtime.NumCPU()
+		// At least two, so that with one per account another account
+		// always has a slot; Go preempts, so two share even one CPU.
+		opts.MaxConcurrent = max(runtime.NumCPU(), 2)
 	}
 	if opts.MaxEvalsPerAccount <= 0 {
 		opts.MaxEvalsPerAccount = max(opts.MaxConcurrent/2, 1)
