@@ -95,6 +95,15 @@ func (l *ledger) settle(m *meter) int64 {
 	return m.base + m.grown
 }
 
+// estimate is m's usage with the heap's growth since the last sample
+// booked on m alone: an upper bound, cheap enough for every guarded call
+// (no /proc reads, no splitting).
+func (l *ledger) estimate(m *meter) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return m.base + m.grown + max(heapBytes()-l.last, 0)
+}
+
 // join starts charging m; growth before it is its predecessors'.
 func (l *ledger) join(m *meter) {
 	l.mu.Lock()
@@ -181,12 +190,16 @@ func (m *meter) peekBase() int64 {
 	return m.base
 }
 
-// used is the session's estimated memory now.
+// used is the session's estimated memory now: the cheap upper bound
+// while that is within the budget, else its share of the growth.
 func (m *meter) used() int64 {
-	if m.holding.Load() {
-		return m.ledger.settle(m)
+	if !m.holding.Load() {
+		return m.peekBase()
 	}
-	return m.peekBase()
+	if u := m.ledger.estimate(m); u <= m.limit {
+		return u
+	}
+	return m.ledger.settle(m)
 }
 
 // over reports whether need more bytes exceed the budget; before saying
