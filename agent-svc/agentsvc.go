@@ -61,7 +61,9 @@ type Service struct {
 
 	mu   sync.Mutex
 	runs map[string]context.CancelCauseFunc
-	wg   sync.WaitGroup
+	// turns counts each account's running turns (AGENT_MAX_TURNS_PER_ACCOUNT).
+	turns map[string]int
+	wg    sync.WaitGroup
 	// halted ends when Stop gives up waiting, so that even the work a
 	// cancelled run still does (saving its session) stops.
 	halted context.Context
@@ -71,7 +73,7 @@ type Service struct {
 // New returns a agent-svc that is not started.
 func New(opts Options) *Service {
 	halted, halt := context.WithCancel(context.Background())
-	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc"), runs: map[string]context.CancelCauseFunc{}, halted: halted, halt: halt}
+	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc"), runs: map[string]context.CancelCauseFunc{}, turns: map[string]int{}, halted: halted, halt: halt}
 }
 
 // Name implements svc.Service.
@@ -120,7 +122,8 @@ func (s *Service) Start(ctx context.Context) error {
 	s.node = n
 	s.sessions = sessions.NewSessions(n.Client)
 	s.repl = jsrepl.NewStore(jsrepl.Options{Timeout: time.Duration(cfg.JSTimeoutS) * time.Second, MaxToolCalls: cfg.JSMaxToolCalls,
-		MaxOutput: cfg.JSMaxOutput, MaxMemory: int64(cfg.JSMaxMemory), TTL: time.Duration(cfg.JSStateTTLS) * time.Second, Log: s.log})
+		MaxOutput: cfg.JSMaxOutput, MaxMemory: int64(cfg.JSMaxMemory), TTL: time.Duration(cfg.JSStateTTLS) * time.Second,
+		MaxConcurrent: cfg.JSMaxConcurrent, MaxEvalsPerAccount: cfg.JSMaxEvalsPerAccount, MaxStateBytes: int64(cfg.JSMaxStateBytes), Log: s.log})
 	subagents := map[string]deep.Subagent{}
 	for k, v := range cfg.SubagentsDeep {
 		subagents[k] = deep.Subagent{Description: v.Description, Prompt: v.Prompt}

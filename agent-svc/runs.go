@@ -64,9 +64,14 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	if req.HeartbeatMS > 0 {
 		hb = req.HeartbeatMS
 	}
+	s.mu.Lock()
+	if n, limit := s.turns[req.AccountID], s.opts.Config.MaxTurnsPerAccount; limit > 0 && n >= limit {
+		s.mu.Unlock()
+		return nil, wire.Errorf(wire.ResourceExhausted, "this account already has %d turns running, the most one account may run at once (AGENT_MAX_TURNS_PER_ACCOUNT); wait for one to end", n)
+	}
+	s.turns[req.AccountID]++
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	runCtx, cancelTimeout := context.WithTimeout(runCtx, time.Duration(s.opts.Config.TurnTimeoutS)*time.Second)
-	s.mu.Lock()
 	s.runs[req.RunID] = cancel
 	s.mu.Unlock()
 	s.wg.Add(1)
@@ -80,6 +85,9 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 			cancel(nil)
 			s.mu.Lock()
 			delete(s.runs, req.RunID)
+			if s.turns[req.AccountID]--; s.turns[req.AccountID] <= 0 {
+				delete(s.turns, req.AccountID)
+			}
 			s.mu.Unlock()
 		}()
 		r.run(runCtx)

@@ -87,6 +87,12 @@ type Config struct {
 	JSMaxOutput     int                 `key:"JS_MAX_OUTPUT_BYTES" default:"20000" min:"100"`
 	JSStateTTLS     int                 `key:"JS_STATE_TTL_S" default:"1800" min:"1"`
 	JSMaxMemory     int                 `key:"JS_MAX_MEMORY_BYTES" default:"268435456" min:"1048576"`
+	// JSMaxConcurrent and JSMaxEvalsPerAccount: 0 means the number of
+	// CPUs (at least 2), and half of JS_MAX_CONCURRENT (at least 1).
+	JSMaxConcurrent      int `key:"JS_MAX_CONCURRENT" default:"0" min:"0"`
+	JSMaxEvalsPerAccount int `key:"JS_MAX_EVALS_PER_ACCOUNT" default:"0" min:"0"`
+	JSMaxStateBytes      int `key:"JS_MAX_STATE_BYTES" default:"536870912" min:"1048576"`
+	MaxTurnsPerAccount   int `key:"AGENT_MAX_TURNS_PER_ACCOUNT" default:"8" min:"1"`
 
 	// vfs-svc.
 	VFSMaxFileBytes    int `key:"VFS_MAX_FILE_BYTES" default:"10485760" min:"1"`

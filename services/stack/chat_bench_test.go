@@ -41,6 +41,8 @@ func BenchmarkChatTurns(b *testing.B) {
 	cfg.ToolsWatch = false
 	cfg.MCPToolDirs = []string{"builtin"}
 	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "m", BaseURL: srv.OpenAIBaseURL()}}
+	// One account drives every turn here, more at once than AGENT_MAX_TURNS_PER_ACCOUNT allows.
+	cfg.MaxTurnsPerAccount = 64
 	services := []interface {
 		Start(context.Context) error
 		Stop(context.Context) error

@@ -100,6 +100,8 @@ func TestChatTwoInstances(t *testing.T) {
 	cfg.MCPToolDirs = []string{"builtin"}
 	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "m", BaseURL: srv.OpenAIBaseURL()}}
 	cfg.HeartbeatMS = 250
+	// One account drives every turn here, more at once than AGENT_MAX_TURNS_PER_ACCOUNT allows.
+	cfg.MaxTurnsPerAccount = 64
 	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}),
 		agentsvc.New(agentsvc.Options{Config: cfg, Log: log.With("replica", "a")}))
 	proxy := newTCPProxy(t, natsURL[len("nats://"):])

@@ -232,3 +232,24 @@ func TestREPLMemoryResetNotice(t *testing.T) {
 		t.Errorf("next eval: %q", second.Content)
 	}
 }
+
+// When the replica's kept REPL state is full (JS_MAX_STATE_BYTES), the
+// least recently used state is dropped, and the model learns it at the
+// session's next eval.
+func TestREPLStateEvictedNotice(t *testing.T) {
+	srv := scripted.New(scripted.Sequence(
+		scripted.Step{Calls: []scripted.Call{{Name: "js_eval", Args: `{"code":"globalThis.x = new Array(2 ** 18).fill(0).map((v, i) => i); 1"}`}}},
+		scripted.Step{Calls: []scripted.Call{{Name: "js_eval", Args: `{"code":"typeof x"}`}}},
+		scripted.Step{Text: "ok"}))
+	t.Cleanup(srv.Close)
+	a := New(Options{Log: servicetest.Logger(t), REPL: jsrepl.NewStore(jsrepl.Options{MaxMemory: 32 << 20, MaxStateBytes: 1 << 20, Log: servicetest.Logger(t)})})
+	_, err := a.Run(context.Background(), &turn.Turn{AccountID: "a", SessionID: "evicted", Question: "q", Model: "m",
+		Provider: llm.NewOpenAI(llm.ClientOptions{BaseURL: srv.OpenAIBaseURL(), APIKey: "k"}), Emit: func(agent.Event) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := srv.Requests()[2].ToolResults()[0]
+	if !strings.Contains(second.Content, "dropped to make room") || !strings.Contains(second.Content, "JS_MAX_STATE_BYTES") || !strings.Contains(second.Content, "=> undefined") {
+		t.Errorf("next eval: %q", second.Content)
+	}
+}

@@ -308,7 +308,7 @@ func jsTool() *tool {
 			}
 			key := r.turn.AccountID + "/" + r.turn.SessionID
 			hadState := usedREPL(r.turn.History)
-			res := r.a.opts.REPL.Eval(ctx, &jsrepl.EvalRequest{Session: key, Code: in.Code, Tools: names,
+			res := r.a.opts.REPL.Eval(ctx, &jsrepl.EvalRequest{Account: r.turn.AccountID, Session: key, Code: in.Code, Tools: names,
 				Call: func(ctx context.Context, name string, args json.RawMessage) (string, error) {
 					out := r.callTool(ctx, llm.ToolCall{Name: name, Args: args})
 					if out.isError {
@@ -320,6 +320,8 @@ func jsTool() *tool {
 			switch {
 			case res.Reset:
 				text = "[note: the REPL state was reset because an earlier eval went over the memory budget; starting fresh]\n" + text
+			case res.Evicted:
+				text = "[note: the REPL state of this session was dropped to make room (this replica keeps at most JS_MAX_STATE_BYTES of REPL state, least recently used goes first); starting fresh]\n" + text
 			case res.Fresh && hadState:
 				text = "[note: the REPL state of earlier turns is gone (the session moved to another replica or expired); starting fresh]\n" + text
 			}

@@ -14,9 +14,11 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -35,34 +37,52 @@ type Options struct {
 	MaxMemory int64
 	// TTL drops a session's state after it was unused this long.
 	TTL time.Duration
+	// MaxConcurrent bounds the evals running JavaScript at once; 0 means
+	// the number of CPUs, at least 2.
+	MaxConcurrent int
+	// MaxEvalsPerAccount bounds those of one account; 0 means half of
+	// MaxConcurrent (at least 1), so that one account never holds them all.
+	MaxEvalsPerAccount int
+	// MaxStateBytes bounds the state all sessions keep between evals; over
+	// it, the least recently used sessions' state is dropped.
+	MaxStateBytes int64
 	// Log is required.
 	Log *slog.Logger
 }
 
 // Store holds the runtimes of the sessions this replica has seen. A
-// process holds one: its gate is what attributes heap growth to an eval.
+// process holds one: its ledger books heap growth on the running evals.
 type Store struct {
 	opts Options
-	// gate lets one eval at a time run JavaScript, so that the heap growth
-	// meanwhile is that eval's (memory.go); evals waiting for tool calls
-	// do not hold it.
-	gate chan struct{}
+	// sched hands out the slots in which evals run JavaScript; evals
+	// waiting for tool calls do not hold one.
+	sched  *scheduler
+	ledger *ledger
 	// guards is guards.js, compiled.
 	guards   *goja.Program
 	mu       sync.Mutex
 	sessions map[string]*session
-	// resets remembers sessions whose state was dropped for going over
-	// the memory budget, until their next eval says so.
-	resets map[string]time.Time
+	// resets remembers sessions whose state was dropped, for going over
+	// the memory budget or to make room, until their next eval says so.
+	resets map[string]reset
 	now    func() time.Time
+}
+
+// reset is why and when a session's state was dropped.
+type reset struct {
+	at time.Time
+	// evicted is true when the state was dropped to keep the kept state
+	// within MaxStateBytes, false when its eval went over its budget.
+	evicted bool
 }
 
 type session struct {
 	mu   sync.Mutex
 	rt   *goja.Runtime
 	used time.Time
-	// retained estimates the heap the session's state holds.
-	retained int64
+	// retained estimates the heap the session's state holds; read by
+	// evictions under Store.mu without mu.
+	retained atomic.Int64
 	// cur is the meter of the eval in progress, for the guards.
 	cur *meter
 	// gone is set, under mu, when the state was dropped for a breach.
@@ -86,7 +106,20 @@ func NewStore(opts Options) *Store {
 	if opts.MaxMemory <= 0 {
 		opts.MaxMemory = 256 << 20
 	}
-	return &Store{opts: opts, gate: make(chan struct{}, 1), guards: compileGuards(), sessions: map[string]*session{}, resets: map[string]time.Time{}, now: time.Now}
+	if opts.MaxConcurrent <= 0 {
+		// At least two, so that with one per account another account
+		// always has a slot; Go preempts, so two share even one CPU.
+		opts.MaxConcurrent = max(runtime.NumCPU(), 2)
+	}
+	if opts.MaxEvalsPerAccount <= 0 {
+		opts.MaxEvalsPerAccount = max(opts.MaxConcurrent/2, 1)
+	}
+	if opts.MaxStateBytes <= 0 {
+		opts.MaxStateBytes = 2 * opts.MaxMemory
+	}
+	setDefaultMatchTimeout(opts.Timeout)
+	return &Store{opts: opts, sched: newScheduler(opts.MaxConcurrent, opts.MaxEvalsPerAccount), ledger: newLedger(), guards: compileGuards(),
+		sessions: map[string]*session{}, resets: map[string]reset{}, now: time.Now}
 }
 
 // Drop forgets a session's state (the session was deleted).
@@ -105,10 +138,9 @@ func (s *Store) Has(key string) bool {
 }
 
 // get returns the session's runtime, creating it (fresh=true) when absent
-// or expired; expired sessions of others are swept on the way. reset is
-// true when the previous state was dropped for going over the memory
-// budget.
-func (s *Store) get(key string) (ss *session, fresh, reset bool, err error) {
+// or expired; expired sessions of others are swept on the way. gone says
+// why the previous state was dropped, if it was.
+func (s *Store) get(key string) (ss *session, fresh bool, gone *reset, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -118,14 +150,14 @@ func (s *Store) get(key string) (ss *session, fresh, reset bool, err error) {
 			ss.mu.Unlock()
 		}
 	}
-	for k, at := range s.resets {
-		if now.Sub(at) > s.opts.TTL {
+	for k, r := range s.resets {
+		if now.Sub(r.at) > s.opts.TTL {
 			delete(s.resets, k)
 		}
 	}
 	if ss, ok := s.sessions[key]; ok {
 		ss.used = now
-		return ss, false, false, nil
+		return ss, false, nil, nil
 	}
 	ss = &session{rt: goja.New(), used: now}
 	ss.rt.SetFieldNameMapper(goja.UncapFieldNameMapper())
@@ -133,12 +165,14 @@ func (s *Store) get(key string) (ss *session, fresh, reset bool, err error) {
 	// a JS RangeError is the budget instead.
 	ss.rt.SetMaxCallStackSize(maxCallStack)
 	if err := installGuards(ss.rt, s.guards, func() *meter { return ss.cur }); err != nil {
-		return nil, false, false, err
+		return nil, false, nil, err
 	}
-	_, reset = s.resets[key]
+	if r, ok := s.resets[key]; ok {
+		gone = &r
+	}
 	delete(s.resets, key)
 	s.sessions[key] = ss
-	return ss, true, reset, nil
+	return ss, true, gone, nil
 }
 
 // dropBreached forgets a session whose eval went over the memory budget;
@@ -150,7 +184,7 @@ func (s *Store) dropBreached(key string, ss *session) {
 	if s.sessions[key] == ss {
 		delete(s.sessions, key)
 	}
-	s.resets[key] = s.now()
+	s.resets[key] = reset{at: s.now()}
 	s.mu.Unlock()
 }
 
@@ -160,6 +194,8 @@ type CallFunc func(ctx context.Context, name string, args json.RawMessage) (stri
 
 // EvalRequest is one js_eval.
 type EvalRequest struct {
+	// Account is whose eval this is, for the fair share of slots.
+	Account string
 	// Session keys the state.
 	Session string
 	Code    string
@@ -177,7 +213,11 @@ type EvalResult struct {
 	Fresh bool
 	// Reset is true when the session's earlier state was dropped because
 	// an eval went over the memory budget.
-	Reset     bool
+	Reset bool
+	// Evicted is true when it was dropped because the replica's kept REPL
+	// state was full (MaxStateBytes) and this session's was the least
+	// recently used.
+	Evicted   bool
 	Truncated bool
 	ToolCalls int
 }
@@ -197,7 +237,7 @@ type settled struct {
 // Eval runs code in the session's runtime.
 func (s *Store) Eval(ctx context.Context, req *EvalRequest) EvalResult {
 	res, breached := s.eval(ctx, req)
-	if breached {
+	if breached || s.evict(req.Session) {
 		// The dropped runtime is unreachable once eval has returned; hand
 		// its pages back to the OS rather than keep the process at its peak.
 		debug.FreeOSMemory()
@@ -209,8 +249,14 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 	var ss *session
 	var res EvalResult
 	for {
+		var fresh bool
+		var gone *reset
 		var err error
-		ss, res.Fresh, res.Reset, err = s.get(req.Session)
+		ss, fresh, gone, err = s.get(req.Session)
+		res.Fresh = fresh
+		if gone != nil {
+			res.Reset, res.Evicted = !gone.evicted, gone.evicted
+		}
 		if err != nil {
 			s.opts.Log.Error("starting a JavaScript runtime failed", "err", err)
 			return EvalResult{Error: "internal error: the REPL could not start"}, false
@@ -224,14 +270,27 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 	}
 	defer ss.mu.Unlock()
 	rt := ss.rt
-	m := newMeter(rt, s.gate, s.opts.MaxMemory, ss.retained)
-	if err := m.acquire(ctx); err != nil {
+	m := newMeter(rt, s.ledger, s.opts.MaxMemory, ss.retained.Load())
+	// A slot is held while JavaScript runs, and the meter charged meanwhile.
+	acquire := func(ctx context.Context) error {
+		if err := s.sched.acquire(ctx, req.Account); err != nil {
+			return err
+		}
+		m.hold()
+		return nil
+	}
+	release := func() {
+		m.unhold()
+		s.sched.release(req.Account)
+	}
+	if err := acquire(ctx); err != nil {
 		res.Error = fmt.Sprintf("the eval did not start: %v", err)
 		return res, false
 	}
 	// The time budget starts once the eval may run.
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	m.deadline, _ = ctx.Deadline()
 	ss.cur = m
 	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
 	go m.watch(ctx, stopWatch, watchDone)
@@ -315,7 +374,7 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 			break
 		}
 		// Waiting for a tool runs no JavaScript: let other evals run.
-		m.release()
+		release()
 		held = false
 		if m.breached.Load() {
 			break
@@ -329,7 +388,7 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 		if err != nil {
 			break
 		}
-		if err = m.acquire(ctx); err != nil {
+		if err = acquire(ctx); err != nil {
 			err = &goja.InterruptedError{}
 			break
 		}
@@ -374,7 +433,7 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 		res.Error = err.Error()
 	}
 	if held {
-		m.release()
+		release()
 	}
 	res.Output, res.Truncated = out.String(), out.truncated
 	if m.breached.Load() {
@@ -383,7 +442,7 @@ func (s *Store) eval(ctx context.Context, req *EvalRequest) (EvalResult, bool) {
 		s.dropBreached(req.Session, ss)
 		return res, true
 	}
-	ss.retained = max(m.base.Load(), 0)
+	ss.retained.Store(max(m.peekBase(), 0))
 	return res, false
 }
 

@@ -25,7 +25,7 @@ func call(_ context.Context, name string, args json.RawMessage) (string, error) 
 }
 
 func TestEval(t *testing.T) {
-	s := NewStore(Options{Timeout: 300 * time.Millisecond, MaxToolCalls: 3, MaxOutput: 200, Log: servicetest.Logger(t)})
+	s := NewStore(Options{Timeout: time.Second, MaxToolCalls: 3, MaxOutput: 200, Log: servicetest.Logger(t)})
 	tools := []string{"double", "list", "broken"}
 	cases := []struct {
 		name, code, out, err string

@@ -73,6 +73,22 @@ func TestMemoryBudget(t *testing.T) {
 		{name: "replaceAll", code: `"x".repeat(2 ** 20).replaceAll("x", "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy")`},
 		{name: "JSON.stringify", code: `const big = "x".repeat(2 ** 20); JSON.stringify(new Array(2 ** 10).fill(big))`},
 		{name: "result too big to show", code: `globalThis.big = new Array(40).fill("x".repeat(2 ** 20)); big`},
+		{name: "concat", code: `[].concat(...Array(60).fill(new Array(1e6).fill(1)))`},
+		{name: "concat of spreadables", code: `[].concat({length: 2 ** 30, [Symbol.isConcatSpreadable]: true})`},
+		{name: "slice of a sparse array", code: `Array(2 ** 28).slice()`},
+		{name: "map of a sparse array", code: `Array(2 ** 28).map(x => x)`},
+		{name: "toSorted", code: `Array(2 ** 28).toSorted()`},
+		{name: "flat", code: `Array(64).fill(new Array(2 ** 19).fill(0)).flat()`},
+		{name: "flatMap", code: `const inner = new Array(2 ** 19).fill(0); Array(64).fill(0).flatMap(() => inner)`},
+		{name: "spread of a sparse array", code: `[...Array(1e8)]`},
+		{name: "spread into arguments", code: `Math.max(...Array(1e8))`},
+		{name: "spread of a string", code: `[..."x".repeat(2 ** 23)]`},
+		{name: "apply with an array-like", code: `Math.max.apply(null, {length: 2 ** 30})`},
+		{name: "Reflect.apply", code: `Reflect.apply(Math.max, null, {length: 2 ** 30})`},
+		{name: "Object.assign", code: `Object.assign({}, Array(2 ** 24))`},
+		{name: "Object.keys of an array", code: `Object.keys(new Uint8Array(2 ** 24))`},
+		{name: "String concat", code: `const s = "x".repeat(2 ** 22); s.concat(s, s, s, s)`},
+		{name: "toUpperCase", code: `"x".repeat(2 ** 23).toUpperCase()`},
 		{name: "console.log of a big value", code: `const big = "x".repeat(2 ** 20); console.log(new Array(2 ** 10).fill(big))`},
 	}
 	s := memStore(t)
@@ -113,6 +129,9 @@ func TestMemoryBudget(t *testing.T) {
 			if again := s.Eval(context.Background(), &EvalRequest{Session: session, Code: "1"}); again.Reset {
 				t.Error("the reset is reported once")
 			}
+			// A fresh runtime holds about half a MiB: drop it, so that the
+			// cases do not add up against the baseline.
+			s.Drop(session)
 		})
 	}
 }
@@ -201,6 +220,19 @@ func TestGuardsKeepSemantics(t *testing.T) {
 			 Uint8Array.from([1, 2])[1], new Uint8Array(b, 0, 1)[0], new Float64Array(2).length, u.constructor === Uint8Array,
 			 Object.getPrototypeOf(u) === Uint8Array.prototype, new (class X extends Uint8Array {})(4).length].join()`,
 			`true,true,true,2,9,2,true,true,4`},
+		{`[1, [2]].concat([3], 4, {length: 1, 0: 5, [Symbol.isConcatSpreadable]: true}).length + "|" + [1, 2, 3].slice(-2) + "|" + [1, 2].map(x => x * 2) +
+			"|" + [1, [2, [3, [4]]]].flat(2).length + "|" + [1, 2].flatMap(x => [x, x * 10]) + "|" + [3, 1, 2].toSorted() + "|" + [1, 2].with(0, 9)`,
+			`5|2,3|2,4|4|1,10,2,20|1,2,3|9,2`},
+		{`const a = [1, 2, 3]; let t = 0; for (const x of a) t += x; for (const c of "ab") t += c.length;
+			t + "|" + Math.max(...a) + "|" + [...new Set([1, 1, 2])] + "|" + [...new Map([[1, 2]])] + "|" + Math.max.apply(null, a) +
+			"|" + Reflect.apply(Math.min, null, a) + "|" + Reflect.construct(Array, [1, 2]).length + "|" + [...new Uint8Array([4, 5])]`,
+			`8|3|1,2|1,2|3|1|2|4,5`},
+		{`JSON.stringify(Object.assign({}, {a: 1}, [7], "z")) + Object.keys([5, 6]) + Object.values("ab") + Object.entries({k: 1}) +
+			"a".concat("b", 1) + "ß".toUpperCase() + "Ab".toLowerCase() + "e\u0301".normalize().length`,
+			`{"0":"z","a":1}0,1a,bk,1ab1SSab1`},
+		{`const re = /(\w)(\d)?/g; [re.test("a1"), re.exec("xb2")[0], "a1b2".match(/\d/g), "a1b2".replace(/(\d)/g, "<$1>"), "a,b;c".split(/[,;]/),
+			"abc".search(/c/), [..."a1b2".matchAll(/\d/g)].map(m => m[0]), /(a)\1/.test("aa"), /(?<=a)b/.exec("ab").index].join("|")`,
+			`true|2|1,2|a<1>b<2>|a,b,c|2|1,2|true|1`},
 		{`typeof ArrayBuffer + (() => { try { ArrayBuffer(1) } catch (e) { return " " + e.name } })()`, `function TypeError`},
 	}
 	for _, tc := range cases {
@@ -208,6 +240,13 @@ func TestGuardsKeepSemantics(t *testing.T) {
 		if res.Error != "" || res.Output != "=> "+tc.want+"\n" {
 			t.Errorf("%s\n got %q %q\nwant %q", tc.code, res.Output, res.Error, tc.want)
 		}
+	}
+	// Nor disarm a guard by replacing the iterators its arguments would
+	// be destructured with.
+	res0 := s.Eval(context.Background(), &EvalRequest{Session: "disarm", Code: `Array.prototype[Symbol.iterator] = function* () {};
+		String.prototype.includes = () => false; "x".repeat(2 ** 30)`})
+	if !strings.Contains(res0.Error, "memory budget") {
+		t.Errorf("a guard was disarmed: %+v", res0)
 	}
 	// Code cannot reach an unguarded original by replacing globals.
 	res := s.Eval(context.Background(), &EvalRequest{Session: "sem", Code: `Reflect.apply = (f, t, a) => { globalThis.leak = f; return f.apply(t, a) };
