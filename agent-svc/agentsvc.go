@@ -58,7 +58,10 @@ type Service struct {
 
 	mu   sync.Mutex
 	runs map[string]context.CancelCauseFunc
-	wg   sync.WaitGroup
+	// sessionTurns holds, per account/session, a channel closed when the
+	// session's running turn has saved (see enterSession).
+	sessionTurns map[string]chan struct{}
+	wg           sync.WaitGroup
 	// halted ends when Stop gives up waiting, so that even the work a
 	// cancelled run still does (saving its session) stops.
 	halted context.Context
@@ -68,7 +71,7 @@ type Service struct {
 // New returns a agent-svc that is not started.
 func New(opts Options) *Service {
 	halted, halt := context.WithCancel(context.Background())
-	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc"), runs: map[string]context.CancelCauseFunc{}, halted: halted, halt: halt}
+	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc"), runs: map[string]context.CancelCauseFunc{}, sessionTurns: map[string]chan struct{}{}, halted: halted, halt: halt}
 }
 
 // Name implements svc.Service.

@@ -51,13 +51,21 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	if sessionID != "" && !vfs.ValidSessionID(sessionID) {
 		return nil, wire.Errorf(wire.InvalidArgument, "session_id must be 1 to 128 letters, digits, '-' or '_'")
 	}
-	var history []llm.Message
 	if sessionID == "" {
 		sessionID = uuid.NewString()
-	} else if history, err = s.loadHistory(ctx, req.AccountID, sessionID); err != nil {
-		// Before the ack: a session id taken by another account (or
-		// storage that is down) costs no model call and no wasted turn.
+	}
+	release, err := s.enterSession(ctx, req.AccountID, sessionID)
+	if err != nil {
 		return nil, err
+	}
+	var history []llm.Message
+	if req.SessionID != "" {
+		if history, err = s.loadHistory(ctx, req.AccountID, sessionID); err != nil {
+			// Before the ack: a session id taken by another account (or
+			// storage that is down) costs no model call and no wasted turn.
+			release()
+			return nil, err
+		}
 	}
 	hb := s.opts.Config.HeartbeatMS
 	if req.HeartbeatMS > 0 {
@@ -73,6 +81,7 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 		heartbeat: time.Duration(hb) * time.Millisecond}
 	go func() {
 		defer s.wg.Done()
+		defer release()
 		defer func() {
 			cancelTimeout()
 			cancel(nil)

@@ -17,6 +17,7 @@ const (
 	SubjectSessionsList   = "vfs.sessions.list"
 	SubjectSessionsGet    = "vfs.sessions.get"
 	SubjectSessionsDelete = "vfs.sessions.delete"
+	SubjectSessionsRename = "vfs.sessions.rename"
 )
 
 // sessionIDPattern keeps session ids safe in paths, subjects and logs.
@@ -115,6 +116,18 @@ type SessionDeleteResponse struct {
 	FilesDeleted int64 `json:"files_deleted"`
 }
 
+// MaxSessionTitle is the longest title, in characters, a session can be
+// renamed to.
+const MaxSessionTitle = 120
+
+// SessionRenameRequest sets a session's title (1 to MaxSessionTitle
+// characters once runs of spaces are collapsed).
+type SessionRenameRequest struct {
+	AccountID string `json:"account_id"`
+	SessionID string `json:"session_id"`
+	Title     string `json:"title"`
+}
+
 // Sessions is the typed client of session storage.
 type Sessions struct{ c *wire.Client }
 
@@ -144,4 +157,9 @@ func (s *Sessions) Get(ctx context.Context, req *SessionGetRequest) (*SessionGet
 // Delete removes a session and its files.
 func (s *Sessions) Delete(ctx context.Context, req *SessionDeleteRequest) (*SessionDeleteResponse, error) {
 	return wire.Call[SessionDeleteRequest, SessionDeleteResponse](ctx, s.c, SubjectSessionsDelete, req)
+}
+
+// Rename sets a session's title and returns the session (not_found if absent).
+func (s *Sessions) Rename(ctx context.Context, req *SessionRenameRequest) (*Session, error) {
+	return wire.Call[SessionRenameRequest, Session](ctx, s.c, SubjectSessionsRename, req)
 }
