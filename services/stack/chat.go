@@ -101,7 +101,7 @@ func renderChat(r io.Reader, w io.Writer, raw bool) error {
 			continue
 		}
 		if raw {
-			fmt.Fprintln(w, data)
+			fmt.Fprintln(w, unescapedJSON(json.RawMessage(data)))
 		}
 		var ev agent.Event
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {

@@ -35,6 +35,7 @@ const renderedMarkdown = `(() => {
     heading: m.querySelector(".md h2")?.textContent || "",
     bold: [...m.querySelectorAll(".md strong")].map((e) => e.textContent),
     cells: [...m.querySelectorAll(".md table td")].map((e) => e.textContent),
+    aligns: [...m.querySelectorAll(".md table td")].map((e) => e.getAttribute("align") + ":" + getComputedStyle(e).textAlign),
     code: m.querySelector(".md .code-block pre code")?.textContent || "",
     copy: m.querySelectorAll(".md .code-block button.copy-code").length,
     items: m.querySelectorAll(".md li").length,
@@ -49,6 +50,7 @@ type mdView struct {
 	Heading string   `json:"heading"`
 	Bold    []string `json:"bold"`
 	Cells   []string `json:"cells"`
+	Aligns  []string `json:"aligns"`
 	Code    string   `json:"code"`
 	Copy    int      `json:"copy"`
 	Items   int      `json:"items"`
@@ -185,6 +187,9 @@ func TestWebChat(t *testing.T) {
 	}
 	if strings.Join(md.Cells, "|") != "HbA1c|5.2 %|LDL|2.9 mmol/L" {
 		t.Errorf("table cells %q", md.Cells)
+	}
+	if strings.Join(md.Aligns, " ") != "null:left right:right null:left right:right" {
+		t.Errorf("table alignment %q: want the ---: column right-aligned", md.Aligns)
 	}
 	if len(md.Links) != 2 || md.Links[0].Href != "https://example.com/guide" || md.Links[0].Target != "_blank" || md.Links[0].Rel != "noopener noreferrer" ||
 		md.Links[1].Href != "" {

@@ -48,7 +48,10 @@ const PURIFY = {
   ALLOWED_TAGS: ["p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre", "blockquote",
     "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td"],
   ALLOWED_ATTR: ["href", "title", "align", "start"],
-  ALLOWED_URI_REGEXP: SAFE_LINK,
+  // DOMPurify checks every attribute value with this, not only URLs: a
+  // value with no scheme (align="right") passes, and of the schemes only
+  // ours. The hook above then keeps an href only when it is absolute.
+  ALLOWED_URI_REGEXP: /^(?:(?:https?|mailto):|[^a-z]|[a-z+.-]+(?:[^a-z+.\-:]|$))/i,
   RETURN_DOM_FRAGMENT: true,
 };
 
