@@ -48,11 +48,23 @@ function markCurrent() {
   $("chat-title").textContent = sessionID ? title : "New chat";
 }
 
+/**
+ * shortWhen is a session's time in a sidebar line: the time of day for
+ * today, else the day and time, so two chats with the same title differ.
+ */
+function shortWhen(iso) {
+  const d = new Date(iso);
+  if (!iso || Number.isNaN(d.getTime())) return when(iso);
+  const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  if (d.toDateString() === new Date().toDateString()) return time;
+  return `${d.toLocaleDateString([], { month: "short", day: "numeric" })}, ${time}`;
+}
+
 function sessionItem(s) {
   const title = h("span", { class: "session-title" }, s.title || "Untitled");
   const open = h("a", { href: `#/chat/${encodeURIComponent(s.id)}`, class: "session-link", title: s.title || "" },
     title,
-    h("span", { class: "session-meta" }, `${when(s.updated)} · ${s.turns} turn${s.turns === 1 ? "" : "s"}`));
+    h("span", { class: "session-meta", title: when(s.updated) }, `${shortWhen(s.updated)} · ${s.turns} turn${s.turns === 1 ? "" : "s"}`));
   open.addEventListener("click", () => setDrawer(false));
   const rename = h("button", { type: "button", class: "small icon rename", title: "Rename this session" }, "✎");
   rename.addEventListener("click", () => renameSession(li, s));
