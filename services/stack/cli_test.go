@@ -3,9 +3,11 @@ package stack
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,5 +94,32 @@ func TestReadPassword(t *testing.T) {
 				t.Errorf("readPassword = %q, %v; want %q, %q", got, err, tc.want, tc.err)
 			}
 		})
+	}
+}
+
+// TestMakeDevProgress: `make dev` says the first build is slow and shows
+// what go build compiles, passing compile errors and the exit status on.
+func TestMakeDevProgress(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	must(t, err)
+	if !strings.Contains(string(mk), "takes a few minutes") || !strings.Contains(string(mk), "build-progress.sh") {
+		t.Error("make dev no longer warns that the first build is slow or shows its progress")
+	}
+	fakeGo := filepath.Join(t.TempDir(), "go")
+	must(t, os.WriteFile(fakeGo, []byte("#!/bin/sh\nprintf 'github.com/a/b\\ngithub.com/c/d\\n# github.com/c/d\\nd.go:1:2: undefined: x\\n' >&2\nexit 3\n"), 0o755))
+	cmd := exec.Command("sh", "../../deploy/scripts/build-progress.sh", "-o", "bin/x", "./x")
+	cmd.Env = append(os.Environ(), "GO="+fakeGo)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 {
+		t.Fatalf("exit %v, want go build's 3; output %q", err, out)
+	}
+	for _, want := range []string{"d.go:1:2: undefined: x", "compiled 2 packages"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q: %q", want, out)
+		}
+	}
+	if strings.Contains(string(out), "github.com/a/b\n") {
+		t.Errorf("package names are listed line by line: %q", out)
 	}
 }
