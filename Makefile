@@ -21,7 +21,8 @@ EVENTS  := bin/test-events.json
 
 ## dev: the whole stack in one process (embedded NATS, private Postgres under ./.mirobody)
 dev: deps
-	$(GO) build -o bin/mirobody ./services/stack/cmd/mirobody
+	@echo "Building bin/mirobody. The first build compiles every dependency and takes a few minutes; later ones take seconds."
+	@GO="$(GO)" ./deploy/scripts/build-progress.sh -o bin/mirobody ./services/stack/cmd/mirobody
 	MCP_TOOL_DIRS=$${MCP_TOOL_DIRS:-./tools,builtin} ./bin/mirobody dev
 
 ## test: every test of every module, against real NATS and a real private Postgres;

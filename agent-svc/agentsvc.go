@@ -63,7 +63,10 @@ type Service struct {
 	runs map[string]context.CancelCauseFunc
 	// turns counts each account's running turns (AGENT_MAX_TURNS_PER_ACCOUNT).
 	turns map[string]int
-	wg    sync.WaitGroup
+	// sessionTurns holds, per account/session, a channel closed when the
+	// session's running turn has saved (see enterSession).
+	sessionTurns map[string]chan struct{}
+	wg           sync.WaitGroup
 	// halted ends when Stop gives up waiting, so that even the work a
 	// cancelled run still does (saving its session) stops.
 	halted context.Context
@@ -73,7 +76,8 @@ type Service struct {
 // New returns a agent-svc that is not started.
 func New(opts Options) *Service {
 	halted, halt := context.WithCancel(context.Background())
-	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc"), runs: map[string]context.CancelCauseFunc{}, turns: map[string]int{}, halted: halted, halt: halt}
+	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc"), runs: map[string]context.CancelCauseFunc{}, turns: map[string]int{},
+		sessionTurns: map[string]chan struct{}{}, halted: halted, halt: halt}
 }
 
 // Name implements svc.Service.

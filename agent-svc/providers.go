@@ -2,6 +2,7 @@ package agentsvc
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -84,7 +85,8 @@ func (ps *providerSet) add(name string, p conf.Provider) {
 
 // check reports at start-up what would fail at turn time (SPEC §9): a
 // PROVIDER override that is unknown or lacks its key is an error naming
-// it, and every other entry whose key is not set is a warning. PROVIDER
+// it, and every other entry whose key is not set is a warning (a debug
+// line when PROVIDER is set). PROVIDER
 // picks among the Deep providers; a Base set only checks it when it has
 // an entry of that name.
 func (ps *providerSet) check(log *slog.Logger) error {
@@ -102,9 +104,15 @@ func (ps *providerSet) check(log *slog.Logger) error {
 			return fmt.Errorf("PROVIDER: provider %q needs %s, which is not set", ps.override, p.APIKey)
 		}
 	}
+	// With PROVIDER set, the others serve only turns that name them, so a
+	// missing key of theirs is routine (PROVIDER=scripted needs none).
+	level := slog.LevelWarn
+	if ps.override != "" {
+		level = slog.LevelDebug
+	}
 	for _, n := range ps.order {
-		if p := ps.entries[n]; p.APIKey != "" && ps.secrets[p.APIKey] == "" {
-			log.Warn("a model provider's key is not set; turns that pick it fail", "agent", ps.agent, "provider", n, "api_key", p.APIKey)
+		if p := ps.entries[n]; n != ps.override && p.APIKey != "" && ps.secrets[p.APIKey] == "" {
+			log.Log(context.Background(), level, "a model provider's key is not set; turns that pick it fail", "agent", ps.agent, "provider", n, "api_key", p.APIKey)
 		}
 	}
 	return nil

@@ -163,6 +163,13 @@ PROVIDER_RETRIES: 0
 	if _, err := ps.resolve("openrouter", ""); !wire.IsCode(err, wire.FailedPrecondition) || !strings.Contains(err.Error(), "needs OPENROUTER_API_KEY") {
 		t.Errorf("resolve: %v", err)
 	}
+	// With PROVIDER naming a provider whose key is set, the others' keys
+	// are not warned about: the override serves the turns.
+	cfg.Provider = "openai"
+	log, logs = servicetest.CaptureLogger(t)
+	if err := newProviderSet(cfg, agent.AgentDeep, cfg.ProvidersDeep).check(log); err != nil || strings.Contains(logs.String(), "level=WARN") {
+		t.Errorf("check with PROVIDER=openai: %v, logs %q", err, logs.String())
+	}
 	cfg.Provider = "openrouter"
 	if err := newProviderSet(cfg, agent.AgentDeep, cfg.ProvidersDeep).check(log); err == nil || err.Error() != `PROVIDER: provider "openrouter" needs OPENROUTER_API_KEY, which is not set` {
 		t.Errorf("check with PROVIDER: %v", err)

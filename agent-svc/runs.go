@@ -52,13 +52,21 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 			return nil, err
 		}
 	}
-	var history []llm.Message
 	if sessionID == "" {
 		sessionID = sessions.NewID()
-	} else if history, err = s.loadHistory(ctx, req.AccountID, sessionID); err != nil {
-		// Before the ack: a session id taken by another account (or
-		// storage that is down) costs no model call and no wasted turn.
+	}
+	release, err := s.enterSession(ctx, req.AccountID, sessionID)
+	if err != nil {
 		return nil, err
+	}
+	var history []llm.Message
+	if req.SessionID != "" {
+		if history, err = s.loadHistory(ctx, req.AccountID, sessionID); err != nil {
+			// Before the ack: a session id taken by another account (or
+			// storage that is down) costs no model call and no wasted turn.
+			release()
+			return nil, err
+		}
 	}
 	hb := s.opts.Config.HeartbeatMS
 	if req.HeartbeatMS > 0 {
@@ -67,6 +75,7 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	s.mu.Lock()
 	if n, limit := s.turns[req.AccountID], s.opts.Config.MaxTurnsPerAccount; limit > 0 && n >= limit {
 		s.mu.Unlock()
+		release()
 		return nil, wire.Errorf(wire.ResourceExhausted, "this account already has %d turns running, the most one account may run at once (AGENT_MAX_TURNS_PER_ACCOUNT); wait for one to end", n)
 	}
 	s.turns[req.AccountID]++
@@ -80,6 +89,7 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 		heartbeat: time.Duration(hb) * time.Millisecond}
 	go func() {
 		defer s.wg.Done()
+		defer release()
 		defer func() {
 			cancelTimeout()
 			cancel(nil)

@@ -38,7 +38,7 @@ func TestTurnsPerAccountLimit(t *testing.T) {
 	start := func(account string) error {
 		n++
 		_, err := s.start(context.Background(), &agent.StartRequest{RunID: fmt.Sprint("r", n), Inbox: fmt.Sprint("_INBOX.test.", n),
-			AccountID: account, Question: "q", Agent: agent.AgentDeep, Provider: "s"})
+			AccountID: account, Question: "q", Agent: string(agent.AgentDeep), Provider: "s"})
 		return err
 	}
 	for range 2 {

@@ -17,6 +17,7 @@ func (s *Service) chatRoutes(api *echo.Group) {
 	api.GET("/sessions", s.listSessions)
 	api.GET("/sessions/:id", s.getSession)
 	api.DELETE("/sessions/:id", s.deleteSession)
+	api.PATCH("/sessions/:id", s.renameSession)
 }
 
 // listSessions answers GET /api/sessions?limit=&cursor=.
@@ -58,6 +59,26 @@ func (s *Service) deleteSession(c echo.Context) error {
 	}
 	if err := agent.NewClient(s.node.Client).SessionDeleted(context.WithoutCancel(c.Request().Context()), &agent.SessionDeletedEvent{AccountID: p.AccountID, SessionID: id}); err != nil {
 		s.log.Warn("announcing a deleted session failed", "err", err)
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// renameRequest is the body of PATCH /api/sessions/{id}.
+type renameRequest struct {
+	Title string `json:"title"`
+}
+
+// renameSession answers PATCH /api/sessions/{id} with {"title": "..."}:
+// the renamed session.
+func (s *Service) renameSession(c echo.Context) error {
+	var body renameRequest
+	if err := s.bindJSON(c, &body, `the body must be a JSON object {"title": "..."}`); err != nil {
+		return err
+	}
+	resp, err := sessions.NewSessions(s.node.Client).Rename(c.Request().Context(), &sessions.SessionRenameRequest{
+		AccountID: principal(c).AccountID, SessionID: c.Param("id"), Title: body.Title})
+	if err != nil {
+		return err
 	}
 	return c.JSON(http.StatusOK, resp)
 }

@@ -15,9 +15,9 @@ import (
 var webFiles embed.FS
 
 // webCSP allows the page only its own scripts, styles and API: no inline
-// script or style, no other origin, no framing. Model and tool output is
-// put in the page as text, and this policy backs that up if a bug ever
-// lets markup through.
+// script or style, no other origin, no framing. Model answers are shown
+// as sanitized Markdown (js/markdown.js) and all other output as text; this
+// policy backs that up if a bug ever lets markup through.
 const webCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
 	"form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 

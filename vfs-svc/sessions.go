@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -23,6 +24,7 @@ func (s *Service) registerSessions(svc *wire.Service) error {
 		wire.Serve(svc, sessions.List, s.listSessions),
 		wire.Serve(svc, sessions.Get, s.getSession),
 		wire.Serve(svc, sessions.Delete, s.deleteSession),
+		wire.Serve(svc, sessions.Rename, s.renameSession),
 	)
 }
 
@@ -113,12 +115,49 @@ func (s *Service) saveSession(ctx context.Context, req *sessions.SessionSaveRequ
 	return &out, nil
 }
 
+// maxAutoTitle is the length, in characters, of a title made from the
+// first question: a sidebar line, not the whole question.
+const maxAutoTitle = 60
+
+// truncateTitle makes a session's title from its first question: the first
+// non-blank line, cut at a word boundary with an ellipsis when it is long.
 func truncateTitle(t string) string {
-	t = strings.Join(strings.Fields(t), " ")
-	if r := []rune(t); len(r) > 80 {
-		return string(r[:80]) + "…"
+	for line := range strings.Lines(t) {
+		if line = strings.Join(strings.Fields(line), " "); line != "" {
+			t = line
+			break
+		}
 	}
-	return t
+	r := []rune(t)
+	if len(r) <= maxAutoTitle {
+		return t
+	}
+	cut := string(r[:maxAutoTitle])
+	// A word cut in the middle is dropped, unless it is the only word.
+	if i := strings.LastIndexByte(cut, ' '); i > maxAutoTitle/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,.;:-") + "…"
+}
+
+func (s *Service) renameSession(ctx context.Context, req *sessions.SessionRenameRequest) (*sessions.Session, error) {
+	if err := checkSessionIDs(req.AccountID, req.SessionID); err != nil {
+		return nil, err
+	}
+	title := strings.Join(strings.Fields(req.Title), " ")
+	if n := utf8.RuneCountInString(title); n == 0 || n > sessions.MaxSessionTitle {
+		return nil, wire.Errorf(wire.InvalidArgument, "title must be 1 to %d characters", sessions.MaxSessionTitle)
+	}
+	var out sessions.Session
+	err := scanSession(s.pool.QueryRow(ctx, `UPDATE sessions SET title = $3 WHERE id = $1 AND account_id = $2 RETURNING `+sessionCols,
+		req.SessionID, req.AccountID, title), &out)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, wire.Errorf(wire.NotFound, "no session %q", req.SessionID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("renaming session: %w", err)
+	}
+	return &out, nil
 }
 
 type sessionCursor struct {

@@ -3,6 +3,7 @@ package vfssvc
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mirobody/mirobody-go/services/vfs/files"
@@ -60,6 +61,35 @@ func TestSessions(t *testing.T) {
 		wantCode(t, err, "")
 		if len(g.Turns) != 2 || g.Turns[0].Question != "first" || g.Turns[1].Answer != "a second" || g.Turns[1].Seq != 2 {
 			t.Fatalf("get %+v", g.Turns)
+		}
+	})
+
+	t.Run("rename", func(t *testing.T) {
+		got, err := ss.Rename(c, &sessions.SessionRenameRequest{AccountID: alice, SessionID: "s1", Title: "  Blood   tests "})
+		wantCode(t, err, "")
+		if got.Title != "Blood tests" || got.Turns != 2 {
+			t.Fatalf("renamed %+v", got)
+		}
+		cases := []struct {
+			name string
+			req  sessions.SessionRenameRequest
+			code wire.Code
+		}{
+			{"empty", sessions.SessionRenameRequest{AccountID: alice, SessionID: "s1", Title: " "}, wire.InvalidArgument},
+			{"too long", sessions.SessionRenameRequest{AccountID: alice, SessionID: "s1", Title: strings.Repeat("é", sessions.MaxSessionTitle+1)}, wire.InvalidArgument},
+			{"another account's", sessions.SessionRenameRequest{AccountID: bob, SessionID: "s1", Title: "mine"}, wire.NotFound},
+			{"absent", sessions.SessionRenameRequest{AccountID: alice, SessionID: "nope", Title: "x"}, wire.NotFound},
+		}
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := ss.Rename(c, &tc.req)
+				wantCode(t, err, tc.code)
+			})
+		}
+		g, err := ss.Get(c, &sessions.SessionGetRequest{AccountID: alice, SessionID: "s1"})
+		wantCode(t, err, "")
+		if g.Session.Title != "Blood tests" {
+			t.Fatalf("title after rename %q", g.Session.Title)
 		}
 	})
 
@@ -123,4 +153,23 @@ func TestSessions(t *testing.T) {
 		_, err = ss.Get(c, &sessions.SessionGetRequest{AccountID: alice, SessionID: "s1"})
 		wantCode(t, err, wire.NotFound)
 	})
+}
+
+func TestTruncateTitle(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		{"short", "hello", "hello"},
+		{"spaces collapse", "  what   is\tmy HbA1c ", "what is my HbA1c"},
+		{"first line", "\n\nSummarize this:\nline two\nline three", "Summarize this:"},
+		{"word boundary", "Please compare my cholesterol results from January with the ones from June and tell me",
+			"Please compare my cholesterol results from January with the…"},
+		{"one long word", strings.Repeat("x", 70), strings.Repeat("x", 60) + "…"},
+		{"runes not bytes", strings.Repeat("é", 60), strings.Repeat("é", 60)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := truncateTitle(tc.in); got != tc.want {
+				t.Errorf("truncateTitle(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
 }

@@ -9,7 +9,9 @@ import (
 // Demo is the responder `mirobody dev` uses with PROVIDER=scripted: a
 // stateless multi-step turn (plan, write a file, read it back, compute in
 // the REPL, answer) that exercises the Deep agent's tools with no API key.
-// Tools the request does not offer are skipped.
+// Tools the request does not offer are skipped. The REPL keeps a session's
+// bindings from turn to turn, so the code declares nothing: a const would
+// be declared again by the session's next turn and fail.
 //
 // A Base-agent request (one that hands over an MCP server) gets an answer
 // that names the tools the server listed to the provider.
@@ -24,7 +26,7 @@ func Demo(r *Received) (Step, error) {
 	steps := []Step{
 		{Text: "Let me plan this.", Calls: plan},
 		{Calls: []Call{{Name: "write_file", Args: `{"file_path":"/notes/question.md","content":` + string(qa) + `}`}}},
-		{Calls: []Call{{Name: "read_file", Args: `{"file_path":"/notes/question.md"}`}, {Name: "js_eval", Args: `{"code":"const xs = [1, 2, 3, 4, 5, 6]; console.log('sum', xs.reduce((a, b) => a + b, 0)); 6 * 7"}`}}},
+		{Calls: []Call{{Name: "read_file", Args: `{"file_path":"/notes/question.md"}`}, {Name: "js_eval", Args: `{"code":"console.log('sum', [1, 2, 3, 4, 5, 6].reduce((a, b) => a + b, 0)); 6 * 7"}`}}},
 		{Calls: []Call{{Name: "write_todos", Args: `{"todos":[{"content":"Note the question","status":"completed"},{"content":"Compute an answer","status":"completed"},{"content":"Reply","status":"completed"}]}`}}},
 	}
 	n := r.StepsSinceUser()

@@ -101,7 +101,7 @@ func renderChat(r io.Reader, w io.Writer, raw bool) error {
 			continue
 		}
 		if raw {
-			fmt.Fprintln(w, data)
+			fmt.Fprintln(w, unescapedJSON(json.RawMessage(data)))
 		}
 		var ev agent.Event
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
@@ -129,7 +129,7 @@ func renderChat(r io.Reader, w io.Writer, raw bool) error {
 			fmt.Fprint(w, strings.ReplaceAll(ev.Reasoning, "\n", " "))
 		case agent.EventToolCall:
 			endLine()
-			fmt.Fprintf(w, "→ %s %s\n", ev.Name, oneLine(string(ev.Args), 160))
+			fmt.Fprintf(w, "→ %s %s\n", ev.Name, oneLine(unescapedJSON(ev.Args), 160))
 		case agent.EventToolResult:
 			mark := "←"
 			if ev.Status == agent.StatusError {
@@ -171,6 +171,24 @@ func finishErr(reason string) error {
 		return nil
 	}
 	return fmt.Errorf("the turn ended with %s", reason)
+}
+
+// unescapedJSON shows JSON as people write it: the services encode with
+// Go's default HTML escaping, which turns => into =\u003e.
+func unescapedJSON(raw json.RawMessage) string {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func oneLine(s string, n int) string {

@@ -18,6 +18,7 @@ import (
 func TestRenderChat(t *testing.T) {
 	cases := []struct {
 		name, stream, want, err string
+		raw                     bool
 	}{
 		{"turn", `data: {"type":"start","id":"r","session_id":"s1"}
 
@@ -31,17 +32,23 @@ data: {"type":"todos","items":[{"content":"x","status":"completed"},{"content":"
 data: {"type":"heartbeat"}
 data: {"type":"tool_result","tool_call_id":"d","content":"nope","status":"error"}
 data: {"type":"end","finish_reason":"stop"}
-`, "session s1\n  (thinking) thinking\nHello\n→ ls {\"path\":\"/\"}\n← a b\ntodos:\n  [x] x\n  [ ] y\n✗ nope\n(stop)\n", ""},
+`, "session s1\n  (thinking) thinking\nHello\n→ ls {\"path\":\"/\"}\n← a b\ntodos:\n  [x] x\n  [ ] y\n✗ nope\n(stop)\n", "", false},
+		{"arrows stay arrows", `data: {"type":"tool_call","id":"c","name":"js_eval","args":{"code":"[1].map((x) =\u003e x \u003c 2 \u0026\u0026 x)"}}
+data: {"type":"end","finish_reason":"stop"}
+`, "→ js_eval {\"code\":\"[1].map((x) => x < 2 && x)\"}\n(stop)\n", "", false},
+		{name: "json lines unescaped", raw: true, stream: `data: {"type":"tool_result","tool_call_id":"c","content":"=\u003e 42","status":"ok"}
+data: {"type":"end","finish_reason":"stop"}
+`, want: "{\"content\":\"=> 42\",\"status\":\"ok\",\"tool_call_id\":\"c\",\"type\":\"tool_result\"}\n{\"finish_reason\":\"stop\",\"type\":\"end\"}\n"},
 		{"error", `data: {"type":"error","message":"the model provider is unavailable"}
 data: {"type":"end","finish_reason":"unavailable"}
-`, "error: the model provider is unavailable\n(unavailable)\n", "unavailable"},
+`, "error: the model provider is unavailable\n(unavailable)\n", "unavailable", false},
 		{"cut", `data: {"type":"text","text":"Hel"}
-`, "Hel", "without an end event"},
+`, "Hel", "without an end event", false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
-			err := renderChat(strings.NewReader(tc.stream), &out, false)
+			err := renderChat(strings.NewReader(tc.stream), &out, tc.raw)
 			if out.String() != tc.want {
 				t.Errorf("output\n%q\nwant\n%q", out.String(), tc.want)
 			}
@@ -66,6 +73,23 @@ func TestChatScriptedDev(t *testing.T) {
 	for _, r := range ofType(evs, agent.EventToolResult) {
 		if r.Status != agent.StatusOK {
 			t.Fatalf("tool result %+v", r)
+		}
+	}
+	// Every turn of a session works, not just the first: the REPL keeps
+	// the session's bindings, and the demo once declared a const in it.
+	var sessionID string
+	if starts := ofType(evs, agent.EventStart); len(starts) == 1 {
+		sessionID = starts[0].SessionID
+	}
+	for turn := 2; turn <= 3; turn++ {
+		next := st.chat(t, map[string]any{"question": "and again", "session_id": sessionID})
+		if finishOf(next) != agent.FinishStop || len(ofType(next, agent.EventToolResult)) != 5 {
+			t.Fatalf("turn %d: events %+v", turn, next)
+		}
+		for _, r := range ofType(next, agent.EventToolResult) {
+			if r.Status != agent.StatusOK {
+				t.Fatalf("turn %d: tool result %+v", turn, r)
+			}
 		}
 	}
 	// The SSE vocabulary is pinned by a golden file: one data block a

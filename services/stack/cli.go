@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
+	"golang.org/x/term"
 
 	"github.com/mirobody/mirobody-go/services/boot"
 	"github.com/mirobody/mirobody-go/services/buildinfo"
@@ -31,14 +32,14 @@ const Usage = `mirobody: the Mirobody-Go MCP tool platform and agent runtime
 Usage:
   mirobody dev                                   all services in one process, with embedded NATS and a private Postgres
   mirobody serve --target=gateway,registry-svc   run a subset against NATS_URL and DATABASE_URL (default: all)
-  mirobody account create --email E [--password P]
+  mirobody account create --email E [--password-file FILE|-]
   mirobody keys create --account ID|EMAIL --name N [--scopes mcp,api]
   mirobody keys list --account ID|EMAIL
   mirobody keys revoke --account ID|EMAIL --key KEY_ID
   mirobody data import --health FILE|--genetic FILE [--account ID|EMAIL] [--partial]
   mirobody data delete --kind health|genetic [--account ID|EMAIL]
-  mirobody mcp add|ls|rm [--account ID|EMAIL] [--name N --url URL --token-file FILE --header 'K: V']
-  mirobody chat [--key KEY] [--session ID] "question"
+  mirobody mcp add|ls|rm [--account ID|EMAIL] [--name N --url URL --token-file FILE --header 'K: V' --oauth]
+  mirobody chat [--key KEY] [--session ID] [--agent deep|base] [--provider NAME] [--json] "question"
   mirobody nats-creds [--dir DIR] [--output table|compose|users|server-config]
   mirobody version
 
@@ -79,7 +80,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mirobody: unknown command %q\n\n%s", cmd, Usage)
 		return 2
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// The flag set printed the usage; asking for it is no failure.
+		return 0
+	case err != nil:
 		fmt.Fprintf(stderr, "mirobody %s: %v\n", args[0], err)
 		return 1
 	}
@@ -145,7 +150,16 @@ func cliConn(cfg *conf.Config, name string, log *slog.Logger) (*nats.Conn, error
 	if err != nil && seed == "" && errors.Is(err, nats.ErrAuthorization) {
 		return nil, fmt.Errorf("%w; set NATS_CREDS_DIR to a folder holding %s.nk", err, natsx.IdentityCLI)
 	}
-	return nc, err
+	if err != nil {
+		return nil, err
+	}
+	// A service waits for a broker that starts later; a command does one
+	// thing now, and its first request would only fail with a vague error.
+	if !nc.IsConnected() {
+		nc.Close()
+		return nil, fmt.Errorf("cannot reach NATS at %s: start the stack (`mirobody dev`) or set NATS_URL to the address of its NATS server", cfg.NATSURL)
+	}
+	return nc, nil
 }
 
 func fileExists(path string) bool {
@@ -163,18 +177,26 @@ func findAccount(ctx context.Context, acc *accounts.Accounts, idOrEmail string) 
 
 func runAccount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
-		return fmt.Errorf("usage: mirobody account create --email E [--password P]")
+		return fmt.Errorf("usage: mirobody account create --email E [--password-file FILE|-]")
 	}
 	fs := flag.NewFlagSet("mirobody account create", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	email := fs.String("email", "", "the account's email (required)")
-	password := fs.String("password", "", "optional password for the login page")
+	passwordFile := fs.String("password-file", "", "file holding a password for the login page (- to type it or pipe it in); kept out of the command line and shell history")
+	password := fs.String("password", "", "a password for the login page, visible in the process list and shell history (prefer --password-file)")
 	path := fs.String("config", "", "config file")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if *email == "" {
 		return fmt.Errorf("--email is required")
+	}
+	if *passwordFile != "" {
+		p, err := readPassword(*passwordFile, stderr)
+		if err != nil {
+			return err
+		}
+		*password = p
 	}
 	c, _, closeFn, err := adminClient(*path, stderr)
 	if err != nil {
@@ -186,6 +208,32 @@ func runAccount(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	return printJSON(stdout, a)
+}
+
+// readPassword reads a password from a file, or with "-" from standard
+// input: typed at a prompt without echo on a terminal, else its first line.
+func readPassword(file string, prompt io.Writer) (string, error) {
+	var b []byte
+	var err error
+	switch {
+	case file != "-":
+		b, err = os.ReadFile(file)
+	case term.IsTerminal(int(os.Stdin.Fd())):
+		fmt.Fprint(prompt, "Password: ")
+		b, err = term.ReadPassword(int(os.Stdin.Fd()))
+		fmt.Fprintln(prompt)
+	default:
+		b, err = io.ReadAll(os.Stdin)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the password: %w", err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	p := strings.TrimSuffix(first, "\r")
+	if p == "" {
+		return "", errors.New("the password is empty")
+	}
+	return p, nil
 }
 
 func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) error {

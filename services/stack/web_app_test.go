@@ -237,9 +237,9 @@ func TestWebBrowser(t *testing.T) {
 	// Delete the session from the list.
 	b.do("deleting the session",
 		chromedp.Click(chromedp.CSS(`#nav a[data-view="chat"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#session-list li button`)),
-		chromedp.Click(chromedp.CSS(`#session-list li button`)),
-		chromedp.Click(chromedp.CSS(`#session-list li button`)),
+		chromedp.WaitVisible(chromedp.CSS(`#session-list li button.danger`)),
+		chromedp.Click(chromedp.CSS(`#session-list li button.danger`)),
+		chromedp.Click(chromedp.CSS(`#session-list li button.danger`)),
 		chromedp.WaitNotPresent(chromedp.CSS(`#session-list li`)),
 	)
 	if code, body := httpGet(t, st.URL+"/api/sessions/"+sessionID, st.Key); code != http.StatusNotFound {

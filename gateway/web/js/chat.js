@@ -39,15 +39,83 @@ function resetTranscript() {
 }
 
 function markCurrent() {
-  for (const li of $("session-list").children) li.classList.toggle("current", li.dataset.id === sessionID);
+  let title = "";
+  for (const li of $("session-list").children) {
+    const current = li.dataset.id === sessionID;
+    li.classList.toggle("current", current);
+    if (current) title = li.session?.title || "";
+  }
+  $("chat-title").textContent = sessionID ? title : "New chat";
+}
+
+/**
+ * shortWhen is a session's time in a sidebar line: the time of day for
+ * today, else the day and time, so two chats with the same title differ.
+ */
+function shortWhen(iso) {
+  const d = new Date(iso);
+  if (!iso || Number.isNaN(d.getTime())) return when(iso);
+  const time = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  if (d.toDateString() === new Date().toDateString()) return time;
+  return `${d.toLocaleDateString([], { month: "short", day: "numeric" })}, ${time}`;
 }
 
 function sessionItem(s) {
-  const open = h("a", { href: `#/chat/${encodeURIComponent(s.id)}`, class: "session-link" },
-    h("span", { class: "session-title" }, s.title || "Untitled"),
-    h("span", { class: "session-meta" }, `${when(s.updated)} · ${s.turns} turn${s.turns === 1 ? "" : "s"}`));
+  const title = h("span", { class: "session-title" }, s.title || "Untitled");
+  const open = h("a", { href: `#/chat/${encodeURIComponent(s.id)}`, class: "session-link", title: s.title || "" },
+    title,
+    h("span", { class: "session-meta", title: when(s.updated) }, `${shortWhen(s.updated)} · ${s.turns} turn${s.turns === 1 ? "" : "s"}`));
+  open.addEventListener("click", () => setDrawer(false));
+  const rename = h("button", { type: "button", class: "small icon rename", title: "Rename this session" }, "✎");
+  rename.addEventListener("click", () => renameSession(li, s));
   const del = confirmButton("×", "Delete?", () => deleteSession(s.id), { title: "Delete this session", class: "danger small icon" });
-  return h("li", { "data-id": s.id }, open, del);
+  const li = h("li", { "data-id": s.id }, open, rename, del);
+  li.session = s;
+  return li;
+}
+
+/** renameSession edits a session's title in place: Enter or leaving the field saves, Escape cancels. */
+function renameSession(li, s) {
+  const link = li.querySelector(".session-link");
+  const input = h("input", { type: "text", class: "session-rename", value: s.title || "", maxlength: "120", "aria-label": "Session title" });
+  link.hidden = true;
+  li.prepend(input);
+  input.focus();
+  input.select();
+  let done = false;
+  const finish = async (save) => {
+    if (done) return;
+    done = true;
+    const title = input.value.trim();
+    if (save && title && title !== s.title) {
+      try {
+        const updated = await api(`/api/sessions/${encodeURIComponent(s.id)}`, { method: "PATCH", body: { title } });
+        s.title = updated.title;
+        link.querySelector(".session-title").textContent = s.title;
+        link.title = s.title;
+        if (s.id === sessionID) $("chat-title").textContent = s.title;
+      } catch (err) {
+        $("sessions-error").textContent = `Could not rename the session: ${err.message}`;
+      }
+    }
+    input.remove();
+    link.hidden = false;
+  };
+  input.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.isComposing) {
+      e.preventDefault();
+      finish(true);
+    } else if (e.key === "Escape") {
+      finish(false);
+    }
+  });
+  input.addEventListener("blur", () => finish(true));
+}
+
+/** setDrawer opens or closes the session list where it is a drawer (narrow screens). */
+function setDrawer(open) {
+  $("view-chat").classList.toggle("drawer-open", open);
+  $("sessions-toggle").setAttribute("aria-expanded", String(open));
 }
 
 /** loadSessions reads the first page of sessions, or the next with more. */
@@ -119,6 +187,12 @@ async function openSession(id) {
   }
 }
 
+/** newSessionID returns a random session id (crypto.randomUUID needs a secure context; this does not). */
+function newSessionID() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return [...b].map((x) => x.toString(16).padStart(2, "0")).join("");
+}
+
 /** send runs one chat turn and streams it into the transcript. */
 async function send(question) {
   const t = transcript();
@@ -130,8 +204,14 @@ async function send(question) {
   const ctrl = new AbortController();
   running = ctrl;
   setBusy(true);
-  const body = { question };
-  if (sessionID) body.session_id = sessionID;
+  // A new chat names its session before the first request: a turn
+  // stopped before its first event then still leaves the page in the
+  // session the server saved, and the next question continues it.
+  if (!sessionID) {
+    sessionID = newSessionID();
+    history.replaceState(null, "", `#/chat/${encodeURIComponent(sessionID)}`);
+  }
+  const body = { question, session_id: sessionID };
   const agent = $("composer-agent").value;
   if (agent) body.agent = agent;
   try {
@@ -175,7 +255,15 @@ export function init() {
     }
   });
   $("composer-stop").addEventListener("click", () => running?.abort());
-  $("new-chat").addEventListener("click", newChat);
+  $("new-chat").addEventListener("click", () => {
+    setDrawer(false);
+    newChat();
+  });
+  $("sessions-toggle").addEventListener("click", () => setDrawer(!$("view-chat").classList.contains("drawer-open")));
+  $("drawer-backdrop").addEventListener("click", () => setDrawer(false));
+  $("sessions").addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && !e.target.classList.contains("session-rename")) setDrawer(false);
+  });
   $("sessions-more").addEventListener("click", () => loadSessions(true));
 }
 

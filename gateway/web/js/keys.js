@@ -29,10 +29,10 @@ function row(k) {
   });
   const tr = h("tr", { "data-id": k.id },
     h("td", {}, k.name, k.current ? h("span", { class: "badge ok" }, "this session") : null),
-    h("td", {}, h("code", {}, `${k.prefix || "mb_"}…`)),
-    h("td", {}, (k.scopes || []).join(", ")),
-    h("td", {}, when(k.created_at)),
-    h("td", {}, when(k.last_used_at)),
+    h("td", { "data-label": "Key" }, h("code", {}, `${k.prefix || "mb_"}…`)),
+    h("td", { "data-label": "Scopes" }, (k.scopes || []).join(", ")),
+    h("td", { "data-label": "Created" }, when(k.created_at)),
+    h("td", { "data-label": "Last used" }, when(k.last_used_at)),
     h("td", { class: "actions" }, revoke));
   return tr;
 }

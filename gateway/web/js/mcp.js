@@ -46,9 +46,9 @@ function row(s) {
   const tr = h("tr", { "data-name": s.name },
     h("td", {}, s.name),
     h("td", { class: "url" }, s.url),
-    h("td", {}, s.auth || "none"),
-    h("td", {}, health(s)),
-    h("td", {}, toggle),
+    h("td", { "data-label": "Auth" }, s.auth || "none"),
+    h("td", { "data-label": "Health" }, health(s)),
+    h("td", { "data-label": "Enabled" }, toggle),
     h("td", { class: "actions" }, del));
   return tr;
 }

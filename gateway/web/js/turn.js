@@ -3,6 +3,7 @@
 // same code.
 
 import { h, append, clear } from "./dom.js";
+import { Markdown } from "./markdown.js";
 
 const STATUS_LABEL = { ok: "done", partial: "partial", error: "failed" };
 const TODO_MARK = { completed: "✓", in_progress: "▸", pending: "○" };
@@ -38,7 +39,7 @@ export class Turn {
     this.body = h("div", { class: "msg-body" });
     this.foot = h("div", { class: "msg-foot" });
     append(this.el, this.body, this.foot);
-    this.text = null;
+    this.text = null; // the Markdown block text deltas go to now
     this.reasoning = null;
     this.todos = null;
     this.calls = new Map();
@@ -56,8 +57,8 @@ export class Turn {
         break;
       case "text":
         if (!this.text) {
-          this.text = h("div", { class: "text" });
-          this.body.append(this.text);
+          this.text = new Markdown();
+          this.body.append(this.text.el);
           this.reasoning = null;
         }
         this.text.append(ev.text || "");
@@ -68,7 +69,7 @@ export class Turn {
           const box = h("details", { class: "reasoning" }, h("summary", {}, "Reasoning"), content);
           this.reasoning = content;
           this.body.append(box);
-          this.text = null;
+          this.endText();
         }
         this.reasoning.append(ev.reasoning || "");
         break;
@@ -99,9 +100,15 @@ export class Turn {
     }
   }
 
+  /** endText renders the text block now, as it has all its deltas. */
+  endText() {
+    this.text?.flush();
+    this.text = null;
+  }
+
   block(cls, message) {
     this.body.append(h("div", { class: cls }, message || ""));
-    this.text = null;
+    this.endText();
     this.reasoning = null;
   }
 
@@ -119,7 +126,7 @@ export class Turn {
     );
     this.body.append(card);
     this.calls.set(ev.id, { card, status, result });
-    this.text = null;
+    this.endText();
     this.reasoning = null;
   }
 
@@ -145,7 +152,7 @@ export class Turn {
     if (!this.todos) {
       this.todos = h("ul", { class: "todo-list" });
       this.body.append(h("div", { class: "todos" }, h("div", { class: "todos-title" }, "Plan"), this.todos));
-      this.text = null;
+      this.endText();
       this.reasoning = null;
     }
     clear(this.todos);
@@ -159,6 +166,7 @@ export class Turn {
   finish(reason) {
     if (this.finished) return;
     this.finished = true;
+    this.endText();
     this.el.classList.remove("streaming");
     this.el.dataset.finish = reason;
     for (const { status } of this.calls.values()) {

@@ -21,6 +21,7 @@ var (
 	List   = wire.Endpoint[SessionListRequest, SessionListResponse]{Subject: "vfs.sessions.list"}
 	Get    = wire.Endpoint[SessionGetRequest, SessionGetResponse]{Subject: "vfs.sessions.get"}
 	Delete = wire.Endpoint[SessionDeleteRequest, SessionDeleteResponse]{Subject: "vfs.sessions.delete"}
+	Rename = wire.Endpoint[SessionRenameRequest, Session]{Subject: "vfs.sessions.rename"}
 )
 
 // sessionIDPattern keeps session ids safe in paths, subjects and logs.
@@ -128,6 +129,18 @@ type SessionDeleteResponse struct {
 	FilesDeleted int64 `json:"files_deleted"`
 }
 
+// MaxSessionTitle is the longest title, in characters, a session can be
+// renamed to.
+const MaxSessionTitle = 120
+
+// SessionRenameRequest sets a session's title (1 to MaxSessionTitle
+// characters once runs of spaces are collapsed).
+type SessionRenameRequest struct {
+	AccountID string `json:"account_id"`
+	SessionID string `json:"session_id"`
+	Title     string `json:"title"`
+}
+
 // Sessions is the typed client of session storage.
 type Sessions struct{ c *wire.Client }
 
@@ -157,4 +170,9 @@ func (s *Sessions) Get(ctx context.Context, req *SessionGetRequest) (*SessionGet
 // Delete removes a session and its files.
 func (s *Sessions) Delete(ctx context.Context, req *SessionDeleteRequest) (*SessionDeleteResponse, error) {
 	return Delete.Call(ctx, s.c, req)
+}
+
+// Rename sets a session's title and returns the session (not_found if absent).
+func (s *Sessions) Rename(ctx context.Context, req *SessionRenameRequest) (*Session, error) {
+	return Rename.Call(ctx, s.c, req)
 }
