@@ -152,7 +152,11 @@ const mib = 1 << 20
 // bound stated in design.md. (Before: read whole, and the SSE framing lost
 // the session with no reason given.)
 func TestExternalHugeResults(t *testing.T) {
-	const resultBytes = 40 * mib
+	// 16 MiB, four times the cap, rather than the report's 40 MB: the
+	// hostile server is this race-instrumented test binary, which needs
+	// tens of seconds to encode three 40 MB answers on a loaded machine,
+	// and what is measured (nothing past the cap is kept) is the same.
+	const resultBytes = 16 * mib
 	const maxBytes = 4 * mib
 	// The bound of design.md: 4 times EXTERNAL_MAX_RESULT_BYTES per call
 	// in flight plus 16 MiB. (Measured: under 20 MiB; before the cap,
@@ -177,7 +181,7 @@ func TestExternalHugeResults(t *testing.T) {
 				wg.Go(func() {
 					resp, err := call("hostile__big")
 					if err != nil || !resp.IsError || !strings.Contains(text(resp), "larger than 4194304 bytes (EXTERNAL_MAX_RESULT_BYTES)") {
-						errs <- fmt.Sprintf("a 40 MB result: %v %.300s", err, respText(resp))
+						errs <- fmt.Sprintf("a %d MiB result: %v %.300s", resultBytes/mib, err, respText(resp))
 					}
 				})
 			}
@@ -191,8 +195,8 @@ func TestExternalHugeResults(t *testing.T) {
 			for msg := range errs {
 				t.Error(msg)
 			}
-			t.Logf("3 concurrent 40 MB results over %s: peak heap in use +%.1f MiB, memory held from the OS +%.1f MiB (bound %d MiB)",
-				framing, float64(inUse)/mib, float64(mapped)/mib, bound/mib)
+			t.Logf("3 concurrent %d MiB results over %s: peak heap in use +%.1f MiB, memory held from the OS +%.1f MiB (bound %d MiB)",
+				resultBytes/mib, framing, float64(inUse)/mib, float64(mapped)/mib, bound/mib)
 			if inUse > bound {
 				t.Errorf("the heap grew by %d MiB, over the bound of %d MiB", inUse/mib, bound/mib)
 			}

@@ -156,6 +156,10 @@ func cliConn(cfg *conf.Config, name string, log *slog.Logger) (*nats.Conn, error
 	// A service waits for a broker that starts later; a command does one
 	// thing now, and its first request would only fail with a vague error.
 	if !nc.IsConnected() {
+		// The command says why itself; the closed connection's own log
+		// line would only repeat it, late, from NATS's callback goroutine
+		// while the command writes to the same stderr.
+		nc.SetClosedHandler(nil)
 		nc.Close()
 		return nil, fmt.Errorf("cannot reach NATS at %s: start the stack (`mirobody dev`) or set NATS_URL to the address of its NATS server", cfg.NATSURL)
 	}
