@@ -15,7 +15,7 @@ import (
 
 // Endpoints and events of registry-svc.
 var (
-	ToolsList = wire.Endpoint[ListRequest, ListResponse]{Subject: "registry.tools.list"}
+	ToolsList = wire.Endpoint[ListRequest, ListResponse]{Subject: "registry.tools.list", Idempotent: true}
 	ToolsCall = wire.Endpoint[CallRequest, CallResponse]{Subject: "registry.tools.call"}
 	// CallsCancel is published (not requested) to cancel a call in flight;
 	// every replica subscribes without a queue group, and the one running
