@@ -208,12 +208,6 @@ func (c *Client) remember(key listKey, resp *ListResponse) *ListResponse {
 	return resp
 }
 
-// Call runs a tool. Tool failures are a CallResponse with IsError; an error
-// return means the call could not be made (invalid arguments, not found,
-// unauthenticated, unavailable...).
-func (c *Client) Call(ctx context.Context, req *CallRequest) (*CallResponse, error) {
-	return ToolsCall.Call(ctx, c.c, req)
-}
 
 // Cancel asks the replica running callID to cancel it.
 func (c *Client) Cancel(ctx context.Context, ev *CancelEvent) error {
