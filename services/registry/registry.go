@@ -208,7 +208,6 @@ func (c *Client) remember(key listKey, resp *ListResponse) *ListResponse {
 	return resp
 }
 
-
 // Cancel asks the replica running callID to cancel it.
 func (c *Client) Cancel(ctx context.Context, ev *CancelEvent) error {
 	return CallsCancel.Publish(ctx, c.c, ev)
