@@ -63,9 +63,9 @@ func NewClient(opts ClientOptions) *Client {
 	}
 	switch {
 	case opts.Liveness == 0:
-		c.live = &watcher{nc: opts.Conn, window: DefaultLiveness}
+		c.live = newWatcher(opts.Conn, DefaultLiveness)
 	case opts.Liveness > 0:
-		c.live = &watcher{nc: opts.Conn, window: opts.Liveness}
+		c.live = newWatcher(opts.Conn, opts.Liveness)
 	}
 	return c
 }

@@ -58,12 +58,18 @@ func lostError(subject string) *Error {
 		Message: "the " + serviceOf(subject) + " service stopped responding while handling the request; it may or may not have run"}
 }
 
+// newWatcher returns the watcher of a client whose liveness window is window.
+func newWatcher(nc *nats.Conn, window time.Duration) *watcher {
+	return &watcher{nc: nc, window: window, windowMS: strconv.FormatInt(window.Milliseconds(), 10)}
+}
+
 // watcher receives the heartbeats of a client's requests on one wildcard
 // subscription and holds, per request in flight, the timer that fires when
 // the beats stop.
 type watcher struct {
-	nc     *nats.Conn
-	window time.Duration
+	nc       *nats.Conn
+	window   time.Duration
+	windowMS string // the HeaderLiveness value
 
 	mu     sync.Mutex
 	sub    *nats.Subscription
@@ -130,7 +136,7 @@ func (w *watcher) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error)
 		return nil, err
 	}
 	defer stop()
-	msg.Header.Set(HeaderLiveness, strconv.FormatInt(w.window.Milliseconds(), 10))
+	msg.Header.Set(HeaderLiveness, w.windowMS)
 	msg.Header.Set(HeaderHeartbeat, subject)
 	reply, err := w.nc.RequestMsgWithContext(tctx, msg)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(tctx), errLost) {
