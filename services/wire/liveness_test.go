@@ -207,3 +207,38 @@ func TestLivenessOff(t *testing.T) {
 		t.Errorf("liveness headers sent with liveness off: %v", h)
 	}
 }
+
+// TestBeatsOnlyOnSlowCalls: a reply within a third of the window costs no
+// heartbeat; a handler that runs longer beats about every third.
+func TestBeatsOnlyOnSlowCalls(t *testing.T) {
+	c := newCluster(t)
+	c.first.Store(true) // no request blocks
+	c.replica(t, "a")
+	window := 300 * time.Millisecond
+	client := wire.NewClient(wire.ClientOptions{Conn: servicetest.Conn(t, c.url), Liveness: window})
+	var beats atomic.Int32
+	spy := servicetest.Conn(t, c.url)
+	if _, err := spy.Subscribe(wire.LivePrefix+".>", func(*nats.Msg) { beats.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		if _, err := whoWrite.Call(context.Background(), client, &whoReq{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A slow call after the quick ones: its beats also show that the spy
+	// sees beats at all, and the quick calls' would have arrived first.
+	if _, err := whoWrite.Call(context.Background(), client, &whoReq{SleepMS: int(4 * window / time.Millisecond)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := spy.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// 4 windows beat about 11 times; quick calls would add up to 50.
+	if n := beats.Load(); n < 6 || n > 14 {
+		t.Errorf("%d beats: want about 11, from the slow call alone", n)
+	}
+}
