@@ -260,10 +260,10 @@ func TestHeartbeatsPassPermissions(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
 	slow := wire.Endpoint[wire.Empty, wire.Empty]{Subject: "vfs.test.slow"}
-	window := 150 * time.Millisecond
+	window := 500 * time.Millisecond
 	if err := wire.Serve(svc, slow, func(ctx context.Context, _ *wire.Empty) (*wire.Empty, error) {
 		select {
-		case <-time.After(5 * window):
+		case <-time.After(3 * window):
 			return &wire.Empty{}, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
