@@ -58,8 +58,11 @@ func lostError(subject string) *Error {
 		Message: "the " + serviceOf(subject) + " service stopped responding while handling the request; it may or may not have run"}
 }
 
-// newWatcher returns the watcher of a client whose liveness window is window.
+// newWatcher returns the watcher of a client whose liveness window is window,
+// at least three of the shortest beat intervals a server keeps: a shorter
+// one would count every replica as gone.
 func newWatcher(nc *nats.Conn, window time.Duration) *watcher {
+	window = max(window, 3*minBeat)
 	return &watcher{nc: nc, window: window, windowMS: strconv.FormatInt(window.Milliseconds(), 10)}
 }
 
