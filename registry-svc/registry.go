@@ -65,12 +65,7 @@ func buildSnapshot(dirs []string, builtins []*builtin.Tool, pyTools []pyhost.Too
 			return
 		}
 		e.valid = v
-		var hints struct {
-			ReadOnly   bool `json:"readOnlyHint"`
-			Idempotent bool `json:"idempotentHint"`
-		}
-		_ = json.Unmarshal(e.tool.Annotations, &hints)
-		e.retry = hints.ReadOnly || hints.Idempotent
+		e.retry = registry.Repeatable(e.tool.Annotations)
 		s.byName[e.tool.Name] = e
 	}
 	for _, d := range dirs {

@@ -42,6 +42,11 @@ type Grant struct {
 	Respond bool
 }
 
+// LivePrefix is the prefix of an identity's heartbeat subjects (wire's
+// liveness): its inbox prefix with wire.LivePrefix in place of _INBOX, and
+// like the inbox only that identity may subscribe under it.
+func LivePrefix(identity string) string { return wire.LivePrefix + "." + identity }
+
 // InboxPrefix is the reply inbox prefix of an identity's connections; only
 // that identity may subscribe under it, so nobody else reads its replies.
 func InboxPrefix(identity string) string { return "_INBOX." + identity }
@@ -62,15 +67,18 @@ func Grants() []Grant {
 		service(IdentityAgent, []string{"vfs.>", "registry.>", "events.agent.>", wire.StreamPrefix + ".>"}, append(identityGroups, serverStore)),
 		service(IdentityGateway, []string{"vfs.>", "registry.>", "agent.>", "events.gateway.>", "events.agent.session_deleted"}, []string{serverStore},
 			wire.StreamPrefix+".>"),
-		{Identity: IdentityCLI, Publish: []string{"vfs.>", "registry.servers.>", "*.sys.>", "$SRV.>"}, Subscribe: []string{InboxPrefix(IdentityCLI) + ".>"}},
+		{Identity: IdentityCLI, Publish: []string{"vfs.>", "registry.servers.>", "*.sys.>", "$SRV.>"}, Subscribe: []string{InboxPrefix(IdentityCLI) + ".>", LivePrefix(IdentityCLI) + ".>"}},
 	}
 }
 
 // service is the grant of a micro service: it answers its own subjects and
-// the $SRV discovery requests naming it, reads every event (events carry
-// ids, never secrets) and its own replies.
+// the $SRV discovery requests naming it, beats while it handles a request
+// (heartbeats carry no data: a forged one only keeps a caller waiting until
+// its deadline, as before liveness), reads every event (events carry ids,
+// never secrets), its own replies and its own heartbeats.
 func service(name string, publish, deny []string, subscribe ...string) Grant {
-	sub := append([]string{name + ".>", "$SRV.*", "$SRV.*." + name, "$SRV.*." + name + ".>", "events.>", InboxPrefix(name) + ".>"}, subscribe...)
+	sub := append([]string{name + ".>", "$SRV.*", "$SRV.*." + name, "$SRV.*." + name + ".>", "events.>", InboxPrefix(name) + ".>", LivePrefix(name) + ".>"}, subscribe...)
+	publish = append(slices.Clone(publish), wire.LivePrefix+".>")
 	return Grant{Identity: name, Publish: publish, DenyPublish: deny, Subscribe: sub, Respond: true}
 }
 

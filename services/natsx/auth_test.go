@@ -92,6 +92,11 @@ func TestIdentityPermissions(t *testing.T) {
 		{"gateway", "sub", "_STREAM.>", true},
 		{"gateway", "sub", "_INBOX.gateway.x.*", true},
 		{"gateway", "sub", "_INBOX.agent.>", false},
+		{"gateway", "sub", "_LIVE.gateway.x.*", true},
+		{"gateway", "sub", "_LIVE.agent.>", false},
+		{"vfs", "pub", "_LIVE.gateway.x.1", true},
+		{"cli", "sub", "_LIVE.cli.x.*", true},
+		{"cli", "pub", "_LIVE.gateway.x.1", false},
 		{"gateway", "sub", "_INBOX.>", false},
 		{"gateway", "sub", "events.>", true},
 		{"gateway", "pub", "vfs.keys.verify", true},
@@ -249,5 +254,35 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Heartbeats pass the permissions: a vfs handler that runs for many
+// liveness windows of a gateway caller is answered, not counted as lost
+// (a heartbeat the broker refused would look exactly like a dead replica).
+func TestHeartbeatsPassPermissions(t *testing.T) {
+	s := servicetest.SecureNATS(t)
+	svc, err := wire.NewService(s.Conn(t, natsx.IdentityVFS), wire.ServiceOptions{Name: "vfs", Version: "0.1.0", Log: servicetest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.Stop(context.Background()) })
+	slow := wire.Endpoint[wire.Empty, wire.Empty]{Subject: "vfs.test.slow"}
+	window := 500 * time.Millisecond
+	if err := wire.Serve(svc, slow, func(ctx context.Context, _ *wire.Empty) (*wire.Empty, error) {
+		select {
+		case <-time.After(3 * window):
+			return &wire.Empty{}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{natsx.IdentityGateway, natsx.IdentityCLI} {
+		c := wire.NewClient(wire.ClientOptions{Conn: s.Conn(t, id), Liveness: window})
+		if _, err := slow.Call(context.Background(), c, &wire.Empty{}); err != nil {
+			t.Errorf("%s: %v, want an answer after the heartbeats", id, err)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // Endpoints and events of registry-svc.
 var (
-	ToolsList = wire.Endpoint[ListRequest, ListResponse]{Subject: "registry.tools.list"}
+	ToolsList = wire.Endpoint[ListRequest, ListResponse]{Subject: "registry.tools.list", Idempotent: true}
 	ToolsCall = wire.Endpoint[CallRequest, CallResponse]{Subject: "registry.tools.call"}
 	// CallsCancel is published (not requested) to cancel a call in flight;
 	// every replica subscribes without a queue group, and the one running
@@ -206,13 +206,6 @@ func (c *Client) remember(key listKey, resp *ListResponse) *ListResponse {
 	c.etags[key] = resp.ETag
 	c.answers[resp.ETag] = resp
 	return resp
-}
-
-// Call runs a tool. Tool failures are a CallResponse with IsError; an error
-// return means the call could not be made (invalid arguments, not found,
-// unauthenticated, unavailable...).
-func (c *Client) Call(ctx context.Context, req *CallRequest) (*CallResponse, error) {
-	return ToolsCall.Call(ctx, c.c, req)
 }
 
 // Cancel asks the replica running callID to cancel it.

@@ -13,7 +13,7 @@ import (
 // their tools to the account's list.
 var (
 	ServersAdd    = wire.Endpoint[ServerAddRequest, Server]{Subject: "registry.servers.add"}
-	ServersList   = wire.Endpoint[ServerListRequest, ServerListResponse]{Subject: "registry.servers.list"}
+	ServersList   = wire.Endpoint[ServerListRequest, ServerListResponse]{Subject: "registry.servers.list", Idempotent: true}
 	ServersUpdate = wire.Endpoint[ServerUpdateRequest, Server]{Subject: "registry.servers.update"}
 	ServersRemove = wire.Endpoint[ServerRemoveRequest, Server]{Subject: "registry.servers.remove"}
 	// ServersOAuthCallback finishes an OAuth authorization: the

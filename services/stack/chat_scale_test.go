@@ -3,8 +3,6 @@ package stack
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -24,51 +22,6 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
-
-// tcpProxy forwards connections to target until killed, so a test can cut
-// one service off the network as a crash would.
-type tcpProxy struct {
-	l     net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newTCPProxy(t *testing.T, target string) *tcpProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	p := &tcpProxy{l: l}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, u)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(u, c); u.Close() }()
-			go func() { _, _ = io.Copy(c, u); c.Close() }()
-		}
-	}()
-	t.Cleanup(p.kill)
-	return p
-}
-
-func (p *tcpProxy) kill() {
-	p.l.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
 
 type runResult struct {
 	ack    *agent.StartResponse
@@ -104,9 +57,9 @@ func TestChatTwoInstances(t *testing.T) {
 	cfg.MaxTurnsPerAccount = 64
 	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}),
 		agentsvc.New(agentsvc.Options{Config: cfg, Log: log.With("replica", "a")}))
-	proxy := newTCPProxy(t, natsURL[len("nats://"):])
+	proxy := servicetest.NewProxy(t, natsURL[len("nats://"):])
 	cfgB := *cfg
-	cfgB.NATSURL = "nats://" + proxy.l.Addr().String()
+	cfgB.NATSURL = proxy.URL()
 	b := agentsvc.New(agentsvc.Options{Config: &cfgB, Log: log.With("replica", "b")})
 	gb := svc.NewGroup(svc.Options{Services: []svc.Service{b}, Log: log, Grace: time.Second})
 	must(t, gb.Start(context.Background()))
@@ -166,7 +119,7 @@ func TestChatTwoInstances(t *testing.T) {
 			<-started
 		}
 		killedAt <- time.Now()
-		proxy.kill()
+		proxy.Kill()
 	}()
 	res = runAll(16, started)
 	killed := <-killedAt
@@ -217,9 +170,9 @@ func TestChatAgentLostOverSSE(t *testing.T) {
 	cfg.HeartbeatMS = 100
 	gw := gateway.New(gateway.Options{Config: cfg, Log: log})
 	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}), gw)
-	proxy := newTCPProxy(t, natsURL[len("nats://"):])
+	proxy := servicetest.NewProxy(t, natsURL[len("nats://"):])
 	cfgA := *cfg
-	cfgA.NATSURL = "nats://" + proxy.l.Addr().String()
+	cfgA.NATSURL = proxy.URL()
 	ga := svc.NewGroup(svc.Options{Services: []svc.Service{agentsvc.New(agentsvc.Options{Config: &cfgA, Log: log})}, Log: log, Grace: time.Second})
 	must(t, ga.Start(context.Background()))
 	t.Cleanup(func() { _ = ga.Stop(context.Background()) })
@@ -234,7 +187,7 @@ func TestChatAgentLostOverSSE(t *testing.T) {
 	go func() {
 		<-asked
 		killedAt <- time.Now()
-		proxy.kill()
+		proxy.Kill()
 	}()
 	evs := st.chat(t, map[string]any{"question": "q", "provider": "oa"})
 	killed := <-killedAt

@@ -27,6 +27,12 @@ type ClientOptions struct {
 	TracerProvider trace.TracerProvider
 	// DefaultTimeout applies when the context has no deadline; zero means DefaultTimeout.
 	DefaultTimeout time.Duration
+	// Liveness is how long a request's handler may stay silent before the
+	// caller counts its replica as gone (it beats every third of it):
+	// an idempotent request is then sent again, another one fails with
+	// unavailable. Zero means DefaultLiveness; negative turns liveness off
+	// (the call then waits for its deadline, as plain NATS requests do).
+	Liveness time.Duration
 }
 
 // Client sends typed requests and events over one NATS connection.
@@ -35,6 +41,8 @@ type Client struct {
 	tracer  trace.Tracer
 	prop    propagation.TextMapPropagator
 	timeout time.Duration
+	// live watches heartbeats; nil when liveness is off.
+	live *watcher
 }
 
 // NewClient returns a Client for opts.
@@ -47,18 +55,29 @@ func NewClient(opts ClientOptions) *Client {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{
+	c := &Client{
 		nc:      opts.Conn,
 		tracer:  tp.Tracer("github.com/mirobody/mirobody-go/services/wire"),
 		prop:    propagation.TraceContext{},
 		timeout: timeout,
 	}
+	switch {
+	case opts.Liveness == 0:
+		c.live = newWatcher(opts.Conn, DefaultLiveness)
+	case opts.Liveness > 0:
+		c.live = newWatcher(opts.Conn, opts.Liveness)
+	}
+	return c
 }
 
 // Conn returns the underlying NATS connection.
 func (c *Client) Conn() *nats.Conn { return c.nc }
 
-func (c *Client) call(ctx context.Context, subject string, req, resp any) error {
+// call sends req to subject and decodes the reply into resp. A try whose
+// responder goes silent is sent again when idempotent (NATS picks a replica
+// again, and the dead one's subscription is gone), else it fails with
+// unavailable, saying the request may or may not have run.
+func (c *Client) call(ctx context.Context, subject string, idempotent bool, req, resp any) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
@@ -81,7 +100,14 @@ func (c *Client) call(ctx context.Context, subject string, req, resp any) error 
 	msg.Data = body
 	c.injectHeaders(ctx, msg.Header)
 
-	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
+	reply, err := c.request(ctx, msg)
+	for errors.Is(err, errLost) && idempotent {
+		span.AddEvent("responder lost; trying again")
+		reply, err = c.request(ctx, msg)
+	}
+	if errors.Is(err, errLost) {
+		return fail(span, lostError(subject))
+	}
 	if errors.Is(err, nats.ErrMaxPayload) {
 		// The body fitted, the body plus headers did not.
 		return fail(span, TooLarge("request", int64(len(body)), c.nc.MaxPayload()))
@@ -98,6 +124,15 @@ func (c *Client) call(ctx context.Context, subject string, req, resp any) error 
 		}
 	}
 	return nil
+}
+
+// request makes one try, watching the responder's heartbeats when liveness
+// is on.
+func (c *Client) request(ctx context.Context, msg *nats.Msg) (*nats.Msg, error) {
+	if c.live == nil {
+		return c.nc.RequestMsgWithContext(ctx, msg)
+	}
+	return c.live.request(ctx, msg)
 }
 
 func fail(span trace.Span, err *Error) error {

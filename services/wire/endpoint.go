@@ -30,6 +30,13 @@ type Contract interface {
 // Serve, so a subject or type mismatch between the two does not compile.
 type Endpoint[Req, Resp any] struct {
 	Subject string
+	// Idempotent says that running the request twice has the effect of
+	// running it once (reads, lists, verifications, writes keyed so that a
+	// repeat is recognised). When the replica handling it goes away
+	// mid-request, Call sends it again, to another replica, within the
+	// caller's deadline; a request that is not idempotent fails with
+	// unavailable instead (IsLost), since it may or may not have run.
+	Idempotent bool
 }
 
 // SubjectName returns e.Subject.
@@ -45,10 +52,11 @@ func (e Endpoint[Req, Resp]) Requested() bool { return true }
 // context's deadline (or the client default) travels in the request
 // headers, together with the request id and W3C trace context. Every
 // failure is an *Error: no responders is unavailable, a timeout is
-// deadline_exceeded.
+// deadline_exceeded, a responder that went away mid-request is retried or
+// unavailable (see Idempotent).
 func (e Endpoint[Req, Resp]) Call(ctx context.Context, c *Client, req *Req) (*Resp, error) {
 	var resp Resp
-	if err := c.call(ctx, e.Subject, req, &resp); err != nil {
+	if err := c.call(ctx, e.Subject, e.Idempotent, req, &resp); err != nil {
 		return nil, err
 	}
 	return &resp, nil
@@ -56,12 +64,12 @@ func (e Endpoint[Req, Resp]) Call(ctx context.Context, c *Client, req *Req) (*Re
 
 // SysPing is the endpoint <service>.sys.ping every Service answers.
 func SysPing(service string) Endpoint[Empty, PingResponse] {
-	return Endpoint[Empty, PingResponse]{Subject: service + ".sys.ping"}
+	return Endpoint[Empty, PingResponse]{Subject: service + ".sys.ping", Idempotent: true}
 }
 
 // SysInfo is the endpoint <service>.sys.info every Service answers.
 func SysInfo(service string) Endpoint[Empty, InfoResponse] {
-	return Endpoint[Empty, InfoResponse]{Subject: service + ".sys.info"}
+	return Endpoint[Empty, InfoResponse]{Subject: service + ".sys.info", Idempotent: true}
 }
 
 // Event names a subject that is published, not requested, and the type of

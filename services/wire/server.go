@@ -200,11 +200,14 @@ func addEndpoint[Req, R any](s *Service, subject string, h func(context.Context,
 	}
 	sem := make(chan struct{}, s.maxConc)
 	handler := micro.HandlerFunc(func(r micro.Request) {
+		// Beating starts before the wait for a slot: a request queued
+		// behind a full endpoint is alive, not lost.
+		beat := s.startHeartbeat(nats.Header(r.Headers()))
 		sem <- struct{}{} // backpressure: the subscription stops reading while full
 		s.wg.Add(1)
 		go func() {
 			defer func() { <-sem; s.wg.Done() }()
-			serve(s, r, h)
+			serve(s, r, h, beat)
 		}()
 	})
 	if err := s.micro.AddGroup(group).AddEndpoint(verb, handler); err != nil {
@@ -232,7 +235,7 @@ func splitSubject(service, subject string) (group, verb string, ok bool) {
 	return service + "." + rest[:i], rest[i+1:], true
 }
 
-func serve[Req, R any](s *Service, r micro.Request, h func(context.Context, *Req) (R, error)) {
+func serve[Req, R any](s *Service, r micro.Request, h func(context.Context, *Req) (R, error), beat *heartbeat) {
 	hdr := nats.Header(r.Headers())
 	ctx := extract(context.Background(), s.prop, hdr)
 	deadline, ok := deadlineOf(hdr)
@@ -247,6 +250,7 @@ func serve[Req, R any](s *Service, r micro.Request, h func(context.Context, *Req
 
 	start := time.Now()
 	body, werr := handle(ctx, s, r, h)
+	beat.stop()
 	// Accounted before the reply leaves, so a caller that has its answer
 	// finds it in the stats.
 	s.observe(r.Subject(), werr, time.Since(start))

@@ -30,7 +30,7 @@ type echoResp struct {
 	HasDeadline bool   `json:"has_deadline"`
 }
 
-func startEcho(t *testing.T, url string, started chan<- struct{}, release <-chan struct{}) *wire.Service {
+func startEcho(t testing.TB, url string, started chan<- struct{}, release <-chan struct{}) *wire.Service {
 	t.Helper()
 	nc := servicetest.Conn(t, url)
 	s, err := wire.NewService(nc, wire.ServiceOptions{Name: "echo", Version: "0.1.0", Log: servicetest.Logger(t)})

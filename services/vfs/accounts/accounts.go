@@ -15,12 +15,12 @@ import (
 // Endpoints for accounts and API keys.
 var (
 	AccountsCreate = wire.Endpoint[AccountCreateRequest, Account]{Subject: "vfs.accounts.create"}
-	AccountsGet    = wire.Endpoint[AccountGetRequest, Account]{Subject: "vfs.accounts.get"}
-	AccountsLogin  = wire.Endpoint[AccountLoginRequest, Account]{Subject: "vfs.accounts.login"}
+	AccountsGet    = wire.Endpoint[AccountGetRequest, Account]{Subject: "vfs.accounts.get", Idempotent: true}
+	AccountsLogin  = wire.Endpoint[AccountLoginRequest, Account]{Subject: "vfs.accounts.login", Idempotent: true}
 	KeysCreate     = wire.Endpoint[KeyCreateRequest, KeyCreateResponse]{Subject: "vfs.keys.create"}
-	KeysList       = wire.Endpoint[KeyListRequest, KeyListResponse]{Subject: "vfs.keys.list"}
+	KeysList       = wire.Endpoint[KeyListRequest, KeyListResponse]{Subject: "vfs.keys.list", Idempotent: true}
 	KeysRevoke     = wire.Endpoint[KeyRevokeRequest, APIKey]{Subject: "vfs.keys.revoke"}
-	KeysVerify     = wire.Endpoint[KeyVerifyRequest, KeyVerifyResponse]{Subject: "vfs.keys.verify"}
+	KeysVerify     = wire.Endpoint[KeyVerifyRequest, KeyVerifyResponse]{Subject: "vfs.keys.verify", Idempotent: true}
 	// KeyRevoked is published after a key is revoked, so that caches drop it.
 	KeyRevoked = wire.Event[KeyVerifyResponse]{Subject: "events.keys.revoked"}
 )

@@ -12,9 +12,9 @@ import (
 // restart or be shared by replicas.
 var (
 	OAuthKeysRotate      = wire.Endpoint[SigningKeyRotateRequest, SigningKeyListResponse]{Subject: "vfs.oauth.keys.rotate"}
-	OAuthKeysList        = wire.Endpoint[SigningKeyListRequest, SigningKeyListResponse]{Subject: "vfs.oauth.keys.list"}
+	OAuthKeysList        = wire.Endpoint[SigningKeyListRequest, SigningKeyListResponse]{Subject: "vfs.oauth.keys.list", Idempotent: true}
 	OAuthClientsRegister = wire.Endpoint[OAuthClient, OAuthClient]{Subject: "vfs.oauth.clients.register"}
-	OAuthClientsGet      = wire.Endpoint[OAuthClientGetRequest, OAuthClient]{Subject: "vfs.oauth.clients.get"}
+	OAuthClientsGet      = wire.Endpoint[OAuthClientGetRequest, OAuthClient]{Subject: "vfs.oauth.clients.get", Idempotent: true}
 	OAuthCodesCreate     = wire.Endpoint[OAuthCode, wire.Empty]{Subject: "vfs.oauth.codes.create"}
 	OAuthCodesConsume    = wire.Endpoint[OAuthCodeConsumeRequest, OAuthCode]{Subject: "vfs.oauth.codes.consume"}
 	OAuthRefreshCreate   = wire.Endpoint[OAuthRefresh, wire.Empty]{Subject: "vfs.oauth.refresh.create"}

@@ -12,13 +12,13 @@ import (
 
 // Endpoints of the virtual filesystem (SPEC §10).
 var (
-	Stat   = wire.Endpoint[StatRequest, FileInfo]{Subject: "vfs.fs.stat"}
-	Ls     = wire.Endpoint[LsRequest, LsResponse]{Subject: "vfs.fs.ls"}
-	Read   = wire.Endpoint[ReadRequest, ReadResponse]{Subject: "vfs.fs.read"}
+	Stat   = wire.Endpoint[StatRequest, FileInfo]{Subject: "vfs.fs.stat", Idempotent: true}
+	Ls     = wire.Endpoint[LsRequest, LsResponse]{Subject: "vfs.fs.ls", Idempotent: true}
+	Read   = wire.Endpoint[ReadRequest, ReadResponse]{Subject: "vfs.fs.read", Idempotent: true}
 	Write  = wire.Endpoint[WriteRequest, FileInfo]{Subject: "vfs.fs.write"}
 	Edit   = wire.Endpoint[EditRequest, EditResponse]{Subject: "vfs.fs.edit"}
-	Glob   = wire.Endpoint[GlobRequest, GlobResponse]{Subject: "vfs.fs.glob"}
-	Grep   = wire.Endpoint[GrepRequest, GrepResponse]{Subject: "vfs.fs.grep"}
+	Glob   = wire.Endpoint[GlobRequest, GlobResponse]{Subject: "vfs.fs.glob", Idempotent: true}
+	Grep   = wire.Endpoint[GrepRequest, GrepResponse]{Subject: "vfs.fs.grep", Idempotent: true}
 	Delete = wire.Endpoint[DeleteRequest, DeleteResponse]{Subject: "vfs.fs.delete"}
 	Move   = wire.Endpoint[MoveRequest, MoveResponse]{Subject: "vfs.fs.move"}
 )

@@ -14,7 +14,7 @@ import (
 // only caller (it validates and checks the SSRF policy first).
 var (
 	Create = wire.Endpoint[MCPServerCreateRequest, MCPServer]{Subject: "vfs.mcpservers.create"}
-	List   = wire.Endpoint[MCPServerListRequest, MCPServerListResponse]{Subject: "vfs.mcpservers.list"}
+	List   = wire.Endpoint[MCPServerListRequest, MCPServerListResponse]{Subject: "vfs.mcpservers.list", Idempotent: true}
 	Update = wire.Endpoint[MCPServerUpdateRequest, MCPServer]{Subject: "vfs.mcpservers.update"}
 	Delete = wire.Endpoint[MCPServerDeleteRequest, MCPServer]{Subject: "vfs.mcpservers.delete"}
 	// SetSecrets replaces a server's credentials (OAuth

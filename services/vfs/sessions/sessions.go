@@ -16,10 +16,10 @@ import (
 // Endpoints of chat sessions (SPEC §9), stored by vfs-svc for agent-svc and
 // the gateway.
 var (
-	Load   = wire.Endpoint[SessionLoadRequest, SessionLoadResponse]{Subject: "vfs.sessions.load"}
+	Load   = wire.Endpoint[SessionLoadRequest, SessionLoadResponse]{Subject: "vfs.sessions.load", Idempotent: true}
 	Save   = wire.Endpoint[SessionSaveRequest, Session]{Subject: "vfs.sessions.save"}
-	List   = wire.Endpoint[SessionListRequest, SessionListResponse]{Subject: "vfs.sessions.list"}
-	Get    = wire.Endpoint[SessionGetRequest, SessionGetResponse]{Subject: "vfs.sessions.get"}
+	List   = wire.Endpoint[SessionListRequest, SessionListResponse]{Subject: "vfs.sessions.list", Idempotent: true}
+	Get    = wire.Endpoint[SessionGetRequest, SessionGetResponse]{Subject: "vfs.sessions.get", Idempotent: true}
 	Delete = wire.Endpoint[SessionDeleteRequest, SessionDeleteResponse]{Subject: "vfs.sessions.delete"}
 	Rename = wire.Endpoint[SessionRenameRequest, Session]{Subject: "vfs.sessions.rename"}
 )

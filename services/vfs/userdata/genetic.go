@@ -8,7 +8,7 @@ import (
 
 // Endpoints of the genetic variants store.
 var (
-	GeneticQuery  = wire.Endpoint[GeneticQueryRequest, GeneticQueryResponse]{Subject: "vfs.data.genetic.query"}
+	GeneticQuery  = wire.Endpoint[GeneticQueryRequest, GeneticQueryResponse]{Subject: "vfs.data.genetic.query", Idempotent: true}
 	GeneticDelete = wire.Endpoint[GeneticDeleteRequest, DataDeleteResponse]{Subject: "vfs.data.genetic.delete"}
 )
 

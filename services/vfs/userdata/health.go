@@ -9,7 +9,7 @@ import (
 
 // Endpoints of the health series store.
 var (
-	HealthQuery  = wire.Endpoint[HealthQueryRequest, HealthQueryResponse]{Subject: "vfs.data.health.query"}
+	HealthQuery  = wire.Endpoint[HealthQueryRequest, HealthQueryResponse]{Subject: "vfs.data.health.query", Idempotent: true}
 	HealthDelete = wire.Endpoint[HealthDeleteRequest, DataDeleteResponse]{Subject: "vfs.data.health.delete"}
 )
 

@@ -17,7 +17,7 @@ const (
 
 // Endpoints and events of user data.
 var (
-	Kinds = wire.Endpoint[DataKindsRequest, DataKindsResponse]{Subject: "vfs.data.kinds"}
+	Kinds = wire.Endpoint[DataKindsRequest, DataKindsResponse]{Subject: "vfs.data.kinds", Idempotent: true}
 	// DataChanged, for one account (DataChanged.For(account)), is
 	// published after an import or delete of its data.
 	DataChanged = wire.Event[DataChangedEvent]{Subject: "events.data.changed.*"}
