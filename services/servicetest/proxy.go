@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// Proxy forwards TCP connections to a target (a NATS server) until Kill
+// Proxy forwards TCP connections to a target (a NATS server, Postgres) until Kill
 // cuts them all at once: to the server, the process behind the proxy died
 // as with kill -9, and it cannot reconnect.
 type Proxy struct {
@@ -48,6 +48,9 @@ func (p *Proxy) serve(target string) {
 		go func() { _, _ = io.Copy(c, u); c.Close() }()
 	}
 }
+
+// Addr is the proxy's host:port, for a target other than NATS (Postgres).
+func (p *Proxy) Addr() string { return p.l.Addr().String() }
 
 // URL is the proxy's NATS URL.
 func (p *Proxy) URL() string { return "nats://" + p.l.Addr().String() }

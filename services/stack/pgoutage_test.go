@@ -25,8 +25,8 @@ func TestPostgresOutageIsUnavailable(t *testing.T) {
 	db := servicetest.Postgres(t, nil)
 	u, err := url.Parse(db.DSN)
 	must(t, err)
-	proxy := newTCPProxy(t, u.Host)
-	u.Host = proxy.l.Addr().String()
+	proxy := servicetest.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
 	log := servicetest.Logger(t)
 	cfg := testConfig(t, natsURL, u.String())
 	v := vfssvc.New(vfssvc.Options{Config: cfg, Log: log})
@@ -45,7 +45,7 @@ func TestPostgresOutageIsUnavailable(t *testing.T) {
 		t.Fatalf("GET /api/me = %d %s", code, body)
 	}
 
-	proxy.kill()
+	proxy.Kill()
 	_, err = accts.Get(ctx, &accounts.AccountGetRequest{ID: acct.ID})
 	var werr *wire.Error
 	if !errors.As(err, &werr) || werr.Code != wire.Unavailable {
