@@ -54,6 +54,10 @@ func TestToolDeadlineOverMCP(t *testing.T) {
 	log := servicetest.Logger(t)
 	cfg := testConfig(t, natsURL, "")
 	cfg.MCPToolDirs = []string{tools}
+	// The sandboxed tool proves its cancellation by writing a marker
+	// outside its own temp dir: that folder is granted to it.
+	markers := t.TempDir()
+	cfg.ToolPaths = []string{"deadline_tools=" + markers + ":rw"}
 	cfg.PythonWorkers = 1
 	cfg.ToolTimeoutS = 5
 	cfg.ToolTimeouts = map[string]int{"wait_for_cancel": 1}
@@ -90,7 +94,7 @@ func TestToolDeadlineOverMCP(t *testing.T) {
 		t.Errorf("a 3 s tool under TOOL_TIMEOUT_S=5: %+v after %s", r, took)
 	}
 
-	marker := filepath.Join(t.TempDir(), "cancelled")
+	marker := filepath.Join(markers, "cancelled")
 	r, took := call("wait_for_cancel", map[string]any{"seconds": 60, "marker": marker})
 	if !r.IsError || len(r.Content) != 1 || !strings.Contains(r.Content[0].Text, "timed out") {
 		t.Errorf("a tool past its timeout: %+v", r)

@@ -210,9 +210,11 @@ func (a *Admin) Start(context.Context) error {
 		return fmt.Errorf("listening on admin address %s: %w", a.opts.Addr, err)
 	}
 	a.ln = ln
-	a.srv = &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: a.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	a.srv = srv
 	go func() {
-		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && a.opts.Log != nil {
+		// srv, not a.srv: Stop clears the field while this still serves.
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && a.opts.Log != nil {
 			a.opts.Log.Error("admin listener failed", "err", err)
 		}
 	}()
