@@ -57,6 +57,7 @@ type Service struct {
 	limits   *authn.Limits
 	oauth    *oauth.Server
 	mcp      *mcpserver.Server
+	metrics  *httpMetrics // nil: not measured
 	srv      *http.Server
 	ln       net.Listener
 }
@@ -86,6 +87,12 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.node = n
+	if s.opts.Metrics != nil {
+		if s.metrics, err = newHTTPMetrics(s.opts.Metrics); err != nil {
+			_ = n.Stop(ctx)
+			return err
+		}
+	}
 	if err := s.startParts(); err != nil {
 		_ = n.Stop(ctx)
 		return err
@@ -99,7 +106,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.ln = ln
 	// Every request gets a server span (continuing the caller's traceparent),
 	// and the NATS calls made under its context carry it on.
-	handler := otelhttp.NewHandler(s.routes(), "gateway",
+	handler := otelhttp.NewHandler(s.metrics.wrap(s.routes()), "gateway",
 		otelhttp.WithTracerProvider(n.Tracer), otelhttp.WithPropagators(propagation.TraceContext{}),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 	// ReadTimeout bounds reading the request: net/http lifts it once the
@@ -149,6 +156,7 @@ func (s *Service) routes() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpError
+	e.Use(echoRoute)
 	e.GET("/.well-known/oauth-protected-resource", s.protectedResourceMetadata)
 	e.GET("/.well-known/oauth-protected-resource/mcp", s.protectedResourceMetadata)
 	api := e.Group("/api", s.requireAPI)
@@ -163,6 +171,7 @@ func (s *Service) routes() http.Handler {
 	// would redirect requests echo answers itself.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/mcp" {
+			setRoute(r.Context(), "/mcp")
 			mcp.ServeHTTP(w, r)
 			return
 		}

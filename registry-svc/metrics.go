@@ -1,13 +1,12 @@
 package registrysvc
 
 import (
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/telemetry"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -35,14 +34,14 @@ type toolMetrics struct {
 // newToolMetrics registers the tool metrics with reg, or reuses those that
 // another registry-svc of the same binary registered.
 func newToolMetrics(reg prometheus.Registerer) (*toolMetrics, error) {
-	calls, err := registerOnce(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+	calls, err := telemetry.RegisterOnce(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mirobody_registry_tool_calls_total",
 		Help: "Tool calls, by tool (\"external\" for every external MCP server's tool), kind and outcome.",
 	}, []string{"tool", "kind", "outcome"}))
 	if err != nil {
 		return nil, err
 	}
-	duration, err := registerOnce(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	duration, err := telemetry.RegisterOnce(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "mirobody_registry_tool_call_duration_seconds",
 		Help:    "Time to run a tool call, by tool and kind.",
 		Buckets: prometheus.ExponentialBuckets(0.0002, 2, 18),
@@ -50,7 +49,7 @@ func newToolMetrics(reg prometheus.Registerer) (*toolMetrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	bytes, err := registerOnce(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	bytes, err := telemetry.RegisterOnce(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "mirobody_registry_tool_result_bytes",
 		Help:    "Size of a tool call's result (content blocks and structured content), by tool and kind.",
 		Buckets: prometheus.ExponentialBuckets(64, 4, 10),
@@ -59,20 +58,6 @@ func newToolMetrics(reg prometheus.Registerer) (*toolMetrics, error) {
 		return nil, err
 	}
 	return &toolMetrics{calls: calls, duration: duration, bytes: bytes}, nil
-}
-
-// registerOnce registers c, or returns the equal collector already there.
-func registerOnce[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, fmt.Errorf("registering the tool metrics: %w", err)
-	}
-	return c, nil
 }
 
 // labels names e's tool and kind as the metrics see them.
