@@ -152,11 +152,11 @@ func TestComingFromMirobody(t *testing.T) {
 	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}),
 		agentsvc.New(agentsvc.Options{Config: cfg, Log: log}), gw)
 	ctx := context.Background()
-	accounts := accounts.NewAccounts(servicetest.Client(t, natsURL))
-	acct, err := accounts.Create(ctx, &accounts.AccountCreateRequest{Email: "upstream@example.com"})
+	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+	acct, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: "upstream@example.com"})
 	must(t, err)
 	accountID = acct.ID
-	key, err := accounts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "upstream"})
+	key, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "upstream"})
 	must(t, err)
 	st := &chatStack{URL: "http://" + gw.Addr(), Key: key.Key, AccountID: acct.ID, NATS: natsURL, cfg: cfg}
 

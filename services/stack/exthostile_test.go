@@ -42,11 +42,11 @@ func TestExternalHostileServerEndToEnd(t *testing.T) {
 	base := "http://" + gw.Addr()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	accounts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
 	newKey := func(email string) string {
-		a, err := accounts.Create(ctx, &accounts.AccountCreateRequest{Email: email})
+		a, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: email})
 		must(t, err)
-		k, err := accounts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: a.ID, Name: "t"})
+		k, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: a.ID, Name: "t"})
 		must(t, err)
 		return k.Key
 	}
