@@ -106,7 +106,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.ln = ln
 	// Every request gets a server span (continuing the caller's traceparent),
 	// and the NATS calls made under its context carry it on.
-	handler := otelhttp.NewHandler(s.metrics.wrap(s.routes()), "gateway",
+	handler := otelhttp.NewHandler(traceIDs(s.metrics.wrap(s.routes())), "gateway",
 		otelhttp.WithTracerProvider(n.Tracer), otelhttp.WithPropagators(propagation.TraceContext{}),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 	// ReadTimeout bounds reading the request: net/http lifts it once the
