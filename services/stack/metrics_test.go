@@ -9,8 +9,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	agentsvc "github.com/mirobody/mirobody-go/agent-svc"
+	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 	"github.com/mirobody/mirobody-go/gateway"
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
+	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/svc"
 	"github.com/mirobody/mirobody-go/services/telemetry"
@@ -19,9 +22,10 @@ import (
 )
 
 // TestMetricsEndToEnd: after MCP calls of a Python tool, a Go built-in and
-// an external server's tool, the binary's /metrics holds a series for each
-// (the external one under the bounded label "external"), the NATS series
-// of registry-svc, and the gateway's HTTP series by route template.
+// an external server's tool, and a chat turn, the binary's /metrics holds a
+// series for each tool (the external one under the bounded label
+// "external"), the NATS series of registry-svc, the gateway's HTTP series by
+// route template, and the agent's model call series.
 func TestMetricsEndToEnd(t *testing.T) {
 	natsURL := servicetest.NATS(t)
 	db := servicetest.Postgres(t, nil)
@@ -29,12 +33,16 @@ func TestMetricsEndToEnd(t *testing.T) {
 	cfg := testConfig(t, natsURL, db.DSN)
 	cfg.MCPToolDirs = []string{"testdata/session-tools", "builtin"}
 	cfg.MCPClientAllowPriv = true
+	model := scripted.New(scripted.Sequence(scripted.Step{Text: "hello", InputTokens: 5, OutputTokens: 3}))
+	t.Cleanup(model.Close)
+	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "gpt-test", BaseURL: model.OpenAIBaseURL()}}
 	reg := telemetry.NewRegistry()
 	gw := gateway.New(gateway.Options{Config: cfg, Log: log, Metrics: reg})
 	admin := svc.NewAdmin(svc.AdminOptions{Addr: "127.0.0.1:0", Registry: reg})
 	g := svc.NewGroup(svc.Options{Admin: admin, Log: log, Grace: 10 * time.Second, Services: []svc.Service{
 		vfssvc.New(vfssvc.Options{Config: cfg, Log: log, Metrics: reg}),
-		registrysvc.New(registrysvc.Options{Config: cfg, Log: log, Metrics: reg}), gw}})
+		registrysvc.New(registrysvc.Options{Config: cfg, Log: log, Metrics: reg}),
+		agentsvc.New(agentsvc.Options{Config: cfg, Log: log, Metrics: reg}), gw}})
 	must(t, g.Start(context.Background()))
 	t.Cleanup(func() { _ = g.Stop(context.Background()) })
 	base := "http://" + gw.Addr()
@@ -67,7 +75,15 @@ func TestMetricsEndToEnd(t *testing.T) {
 		}
 	}
 
+	st := &chatStack{URL: base, Key: key.Key}
+	if evs := st.chat(t, map[string]any{"question": "hi", "agent": "deep", "provider": "oa"}); len(ofType(evs, "end")) != 1 {
+		t.Fatalf("chat turn events: %+v", evs)
+	}
+
 	want := []string{
+		`mirobody_http_requests_total{method="POST",route="/api/chat",status="2xx"} 1`,
+		`mirobody_agent_llm_calls_total{model="gpt-test",outcome="ok",provider="oa"} 1`,
+		`mirobody_agent_llm_tokens_total{direction="output",model="gpt-test",provider="oa"} 3`,
 		`mirobody_registry_tool_calls_total{kind="python",outcome="ok",tool="session_of"} 1`,
 		`mirobody_registry_tool_calls_total{kind="builtin",outcome="ok",tool="resolve_indicator"} 1`,
 		`mirobody_registry_tool_calls_total{kind="external",outcome="ok",tool="external"} 1`,
