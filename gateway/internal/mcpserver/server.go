@@ -237,7 +237,9 @@ func (m *Server) cors(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
 	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Retry-After")
+	// ETag for tools/list revalidation; traceparent and X-Request-Id name
+	// the request in a report.
+	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Retry-After, ETag, traceparent, X-Request-Id")
 	if r.Method == http.MethodOptions {
 		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 		// Mcp-Param-* names depend on the tool, so the requested list is
