@@ -107,6 +107,14 @@ func (s *Service) Start(ctx context.Context) error {
 		s.providers[agent.AgentBase].add(ScriptedProvider, conf.Provider{Type: "openai-responses", Model: "scripted", BaseURL: srv.OpenAIBaseURL()})
 		s.log.Info("using the scripted model provider", "base_url", srv.OpenAIBaseURL())
 	}
+	if s.opts.Metrics != nil {
+		m, err := newLLMMetrics(s.opts.Metrics)
+		if err != nil {
+			s.closeScripted()
+			return err
+		}
+		s.providers[agent.AgentDeep].metrics = m
+	}
 	for _, ps := range []*providerSet{s.providers[agent.AgentDeep], s.providers[agent.AgentBase]} {
 		if err := ps.check(s.log); err != nil {
 			s.closeScripted()

@@ -55,6 +55,7 @@ type providerSet struct {
 	secrets  map[string]string
 	override string
 	retries  int
+	metrics  *llmMetrics // nil: model calls are not measured
 }
 
 func newProviderSet(cfg *conf.Config, agentName agent.Name, entries map[string]conf.Provider) *providerSet {
@@ -173,15 +174,30 @@ func (ps *providerSet) resolve(name, model string) (*resolved, error) {
 		return &resolved{remote: llm.NewAnthropic(opts), model: model}, nil
 	case ps.agent == agent.AgentBase:
 		return nil, wire.Errorf(wire.FailedPrecondition, "provider %q has type %q; the Base agent speaks openai-responses or anthropic (PROVIDERS_BASE)", name, p.Type)
-	case p.Type == "openai":
-		return &resolved{provider: llm.NewOpenAI(opts), model: model}, nil
-	case p.Type == "google-genai":
-		opts.BaseURL = cmp.Or(opts.BaseURL, GeminiBaseURL)
-		return &resolved{provider: llm.NewOpenAI(opts), model: model}, nil
-	case p.Type == "anthropic":
-		return &resolved{provider: llm.NewAnthropic(opts), model: model}, nil
 	}
-	return nil, wire.Errorf(wire.FailedPrecondition, "provider %q has type %q; the Deep agent speaks openai or anthropic", name, p.Type)
+	if ps.metrics != nil {
+		opts.HTTPClient = ps.metrics.httpClient()
+	}
+	var provider llm.Provider
+	switch p.Type {
+	case "openai":
+		provider = llm.NewOpenAI(opts)
+	case "google-genai":
+		opts.BaseURL = cmp.Or(opts.BaseURL, GeminiBaseURL)
+		provider = llm.NewOpenAI(opts)
+	case "anthropic":
+		provider = llm.NewAnthropic(opts)
+	default:
+		return nil, wire.Errorf(wire.FailedPrecondition, "provider %q has type %q; the Deep agent speaks openai or anthropic", name, p.Type)
+	}
+	if ps.metrics != nil {
+		label := model
+		if model != p.Model {
+			label = otherModel
+		}
+		provider = &meteredProvider{next: provider, m: ps.metrics, provider: name, model: label}
+	}
+	return &resolved{provider: provider, model: model}, nil
 }
 
 // remoteUsable lists the providers whose key resolves and that run on

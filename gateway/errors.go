@@ -67,6 +67,9 @@ type apiError struct {
 	Error   string         `json:"error"`
 	Message string         `json:"message"`
 	Details map[string]any `json:"details,omitempty"`
+	// RequestID is the request's trace id (also in X-Request-Id), to quote
+	// when reporting the failure.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // httpError renders any handler error.
@@ -104,6 +107,7 @@ func (s *Service) writeAPIError(w http.ResponseWriter, r *http.Request, route st
 			w.Header().Set("Retry-After", retryAfterUnavailable)
 		}
 	}
+	body.RequestID = traceID(r)
 	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)

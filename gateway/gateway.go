@@ -61,9 +61,10 @@ type Service struct {
 	mcp      *mcpserver.Server
 	// flows seals the cookies that bind external servers' OAuth flows to
 	// a browser.
-	flows *seal.Box
-	srv   *http.Server
-	ln    net.Listener
+	flows   *seal.Box
+	metrics *httpMetrics // nil: not measured
+	srv     *http.Server
+	ln      net.Listener
 }
 
 // New returns a gateway that is not started.
@@ -91,6 +92,12 @@ func (s *Service) Start(ctx context.Context) error {
 		return err
 	}
 	s.node = n
+	if s.opts.Metrics != nil {
+		if s.metrics, err = newHTTPMetrics(s.opts.Metrics); err != nil {
+			_ = n.Stop(ctx)
+			return err
+		}
+	}
 	if err := s.startParts(); err != nil {
 		_ = n.Stop(ctx)
 		return err
@@ -105,7 +112,7 @@ func (s *Service) Start(ctx context.Context) error {
 		LocalOnly: authn.LoopbackURL(cfg.MCPPublicURL)})
 	// Every request gets a server span (continuing the caller's traceparent),
 	// and the NATS calls made under its context carry it on.
-	handler := otelhttp.NewHandler(s.routes(), "gateway",
+	handler := otelhttp.NewHandler(traceIDs(s.metrics.wrap(s.routes())), "gateway",
 		otelhttp.WithTracerProvider(n.Tracer), otelhttp.WithPropagators(propagation.TraceContext{}),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 	// ReadTimeout bounds reading the request: net/http lifts it once the
@@ -160,6 +167,7 @@ func (s *Service) routes() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpError
+	e.Use(echoRoute)
 	e.GET("/.well-known/oauth-protected-resource", s.protectedResourceMetadata)
 	e.GET("/.well-known/oauth-protected-resource/mcp", s.protectedResourceMetadata)
 	api := e.Group("/api", s.requireAPI)
@@ -174,6 +182,7 @@ func (s *Service) routes() http.Handler {
 	// would redirect requests echo answers itself.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/mcp" {
+			setRoute(r.Context(), "/mcp")
 			mcp.ServeHTTP(w, r)
 			return
 		}

@@ -71,7 +71,7 @@ func TestTransportStatusCodes(t *testing.T) {
 			wantHeader: [2]string{"Access-Control-Allow-Headers", "authorization, mcp-session-id"}},
 		{name: "CORS preflight of another origin", method: http.MethodOptions, hdr: []string{"Origin", "https://evil.example"}, status: 403},
 		{name: "CORS exposes the session id", body: listBody, hdr: []string{"Origin", "https://app.example"}, status: 200,
-			wantHeader: [2]string{"Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Retry-After"}},
+			wantHeader: [2]string{"Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Retry-After, ETag, traceparent, X-Request-Id"}},
 		{name: "DELETE without session", method: http.MethodDelete, status: 400},
 		{name: "DELETE unknown session", method: http.MethodDelete, hdr: []string{headerSessionID, "bogus"}, status: 404},
 		{name: "GET without SSE accept", method: http.MethodGet, hdr: []string{"Accept", "application/json"}, status: 406},

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mirobody/mirobody-go/registry-svc/internal/builtin"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/registry"
@@ -47,11 +49,17 @@ func start(t testing.TB, keys map[string]string, builtins ...*builtin.Tool) *env
 
 func startOn(t testing.TB, url string, keys map[string]string, builtins ...*builtin.Tool) *env {
 	t.Helper()
+	return startWith(t, url, keys, nil, builtins...)
+}
+
+// startWith is startOn with a metrics registry (nil: none).
+func startWith(t testing.TB, url string, keys map[string]string, metrics prometheus.Registerer, builtins ...*builtin.Tool) *env {
+	t.Helper()
 	if _, ok := keys["TOOLS_WATCH"]; !ok {
 		keys["TOOLS_WATCH"] = "false"
 	}
 	log, lb := servicetest.CaptureLogger(t)
-	opts := Options{Config: testConfig(t, url, keys), Log: log}
+	opts := Options{Config: testConfig(t, url, keys), Log: log, Metrics: metrics}
 	if len(builtins) > 0 {
 		opts.Builtins = builtins
 	}

@@ -110,6 +110,7 @@ type Registry struct {
 	deps     *builtin.Deps
 	pub      *wire.Client // publishes progress events
 	tracer   trace.Tracer
+	metrics  *toolMetrics                    // nil: not recorded
 	timeout  func(name string) time.Duration // a tool's deadline (conf.Config.ToolTimeout)
 	mu       sync.RWMutex
 	snap     *snapshot
@@ -166,14 +167,18 @@ func (r *Registry) callerKinds(ctx context.Context, c registry.Caller, tools []*
 }
 
 // Call validates and runs one tool for the caller.
-func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*registry.CallResponse, error) {
+func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (resp *registry.CallResponse, err error) {
+	began := time.Now()
 	s := r.current()
 	e, ok := s.byName[req.Name]
 	if !ok {
 		if e = r.externalTool(ctx, req); e == nil {
+			// Not counted: the name is the caller's, so not a bounded label.
 			return nil, wire.Errorf(wire.NotFound, "unknown tool %q", req.Name)
 		}
 	}
+	// Rejected calls count too, with their code as the outcome.
+	defer func() { r.metrics.observe(e, time.Since(began), resp, err) }()
 	var kinds map[string]bool
 	if e.tool.RequiresData != "" {
 		kinds = r.callerKinds(ctx, req.Caller, []*entry{e})
@@ -218,7 +223,7 @@ func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (*regist
 		attribute.String("mirobody.tool", req.Name), attribute.Bool("mirobody.tool.builtin", e.builtin != nil), attribute.Bool("mirobody.tool.external", e.ext != nil)))
 	defer span.End()
 	start := time.Now()
-	resp, err := r.run(ctx, s, e, req, args, user)
+	resp, err = r.run(ctx, s, e, req, args, user)
 	if ctx.Err() != nil && (err != nil || resp == nil || resp.IsError) {
 		if errors.Is(context.Cause(ctx), errCancelled) {
 			resp, err = textResult(fmt.Sprintf("%s was cancelled", req.Name), true), nil

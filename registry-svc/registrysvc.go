@@ -39,7 +39,8 @@ type Options struct {
 	Config *conf.Config
 	// Log is the service logger. Required.
 	Log *slog.Logger
-	// Metrics, when set, receives the tool host metrics.
+	// Metrics, when set, receives the NATS request, tool call and tool host
+	// metrics.
 	Metrics prometheus.Registerer
 	// Builtins replaces the Go built-ins (tests); nil means builtin.All().
 	Builtins []*builtin.Tool
@@ -99,7 +100,7 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Tool discovery, visibility and execution",
-		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log})
+		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
 	if err != nil {
 		return err
 	}
@@ -128,12 +129,15 @@ func (s *Service) Start(ctx context.Context) error {
 	s.reg.swap(snap)
 	s.log.Info("tools discovered", "tools", len(snap.sorted), "revision", snap.revision)
 	s.reg.policy.vis.warnUnknown(func(name string) bool { return snap.byName[name] != nil }, s.log)
+	if s.opts.Metrics != nil {
+		if err := s.registerMetrics(); err != nil {
+			_ = s.stopAll(ctx)
+			return err
+		}
+	}
 	if err := s.serve(); err != nil {
 		_ = s.stopAll(ctx)
 		return err
-	}
-	if s.opts.Metrics != nil {
-		s.registerMetrics()
 	}
 	if cfg.ToolsWatch && len(s.pyDirs) > 0 {
 		w, err := newWatcher(s.pyDirs, 150*time.Millisecond, s.log, func() { s.reload(context.Background(), dirs) })
@@ -285,22 +289,6 @@ func (s *Service) serve() error {
 		return fmt.Errorf("flushing subscriptions: %w", err)
 	}
 	return nil
-}
-
-func (s *Service) registerMetrics() {
-	restarts := prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "mirobody_registry_python_host_restarts_total",
-		Help: "Python tool host processes replaced after a crash or hang.",
-	}, func() float64 { return float64(s.restarts.Load()) })
-	tools := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "mirobody_registry_tools",
-		Help: "Tools in the registry.",
-	}, func() float64 { return float64(len(s.reg.current().sorted)) })
-	for _, c := range []prometheus.Collector{restarts, tools} {
-		if err := s.opts.Metrics.Register(c); err != nil {
-			s.log.Warn("registering a metric failed", "err", err)
-		}
-	}
 }
 
 // Stop stops the watch, drains the endpoints (waiting for calls in flight)

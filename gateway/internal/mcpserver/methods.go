@@ -43,7 +43,11 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 	case msg.Method == "server/discover":
 		return m.discover(q), nil
 	case msg.Method == "tools/list":
-		return m.listTools(ctx, q, msg)
+		res, _, e := m.listTools(ctx, q, msg)
+		if e != nil {
+			return nil, e
+		}
+		return res, nil
 	}
 	status := http.StatusOK
 	if q.modern {
@@ -109,22 +113,23 @@ type listResult struct {
 	CacheScope string     `json:"cacheScope,omitempty"`
 }
 
-// listTools returns the tools visible to the caller (SPEC §5.3, §8).
-func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (any, *rpcError) {
+// listTools returns the tools visible to the caller (SPEC §5.3, §8) and
+// the answer's HTTP ETag (listETag).
+func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (*listResult, string, *rpcError) {
 	var p struct {
 		Cursor string `json:"cursor"`
 	}
 	if len(msg.Params) > 0 {
 		if err := json.Unmarshal(msg.Params, &p); err != nil {
-			return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: %v", err)
+			return nil, "", newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: %v", err)
 		}
 	}
 	if p.Cursor != "" {
-		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: unknown cursor")
+		return nil, "", newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: unknown cursor")
 	}
 	resp, err := m.registry.List(ctx, &registry.ListRequest{Caller: q.caller()})
 	if err != nil {
-		return nil, m.registryError(ctx, err)
+		return nil, "", m.registryError(ctx, err)
 	}
 	out := listResult{Tools: make([]wireTool, 0, len(resp.Tools))}
 	for _, t := range resp.Tools {
@@ -142,7 +147,7 @@ func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (an
 			out.CacheScope = "private"
 		}
 	}
-	return out, nil
+	return &out, listETag(resp.ETag, q), nil
 }
 
 // registryError maps a registry failure through the one code table

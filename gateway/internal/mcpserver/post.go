@@ -96,6 +96,10 @@ func (m *Server) post(w http.ResponseWriter, r *http.Request) {
 		m.listen(w, q, single)
 		return
 	}
+	if single.Method == "tools/list" {
+		m.listToolsHTTP(w, q, single)
+		return
+	}
 	res, e := m.dispatch(w, q, single)
 	if e != nil {
 		writeRPCError(w, single.ID, e)

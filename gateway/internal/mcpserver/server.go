@@ -241,7 +241,9 @@ func (m *Server) cors(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Access-Control-Allow-Origin", r.Header.Get("Origin"))
 	h.Add("Vary", "Origin")
-	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Retry-After")
+	// ETag for tools/list revalidation; traceparent and X-Request-Id name
+	// the request in a report.
+	h.Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate, Retry-After, ETag, traceparent, X-Request-Id")
 	if r.Method == http.MethodOptions {
 		h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 		// Mcp-Param-* names depend on the tool, so the requested list is
@@ -317,7 +319,12 @@ func acceptsSSE(r *http.Request) bool {
 	return false
 }
 
-// writeRPCError writes a single JSON-RPC error response.
+// headerRequestID is the response header in which the gateway puts the
+// request's trace id before /mcp runs.
+const headerRequestID = "X-Request-Id"
+
+// writeRPCError writes a single JSON-RPC error response. An error without
+// data of its own gets {"requestId": <trace id>}, to quote when reporting it.
 func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 	for k, v := range e.Header {
 		w.Header().Set(k, v)
@@ -326,7 +333,13 @@ func writeRPCError(w http.ResponseWriter, id json.RawMessage, e *rpcError) {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, rpcResponse{JSONRPC: "2.0", ID: id, Error: e.Err})
+	rerr := e.Err
+	if rid := w.Header().Get(headerRequestID); rid != "" && len(rerr.Data) == 0 {
+		withID := *rerr
+		withID.Data, _ = json.Marshal(map[string]string{"requestId": rid})
+		rerr = &withID
+	}
+	writeJSON(w, status, rpcResponse{JSONRPC: "2.0", ID: id, Error: rerr})
 }
 
 // writeJSON writes v as an application/json body.
