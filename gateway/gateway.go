@@ -165,6 +165,7 @@ func (s *Service) routes() http.Handler {
 	api := e.Group("/api", s.requireAPI)
 	api.GET("/me", s.me)
 	s.sessionRoutes(e, api)
+	s.modelRoutes(api)
 	s.dataRoutes(api)
 	s.chatRoutes(api)
 	s.webRoutes(e, api)
