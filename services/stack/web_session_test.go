@@ -2,9 +2,14 @@ package stack
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/mirobody/mirobody-go/agent-svc/scripted"
+	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/conf"
 )
 
 // webLogin posts email and password to /api/session/login with b.
@@ -98,5 +103,42 @@ func TestWebSessionLockout(t *testing.T) {
 	}
 	if resp, out := webLogin(newUserAgent(t), d.Base, "someone-else@example.com", "x"); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("another email: %d %v", resp.StatusCode, out)
+	}
+}
+
+// TestModelLists (issue 18, model choice): /api/agents and
+// /api/providers name the agents' providers with their types and models
+// and mark the defaults, and carry neither keys nor base URLs.
+func TestModelLists(t *testing.T) {
+	srv := scripted.New(func(*scripted.Received) (scripted.Step, error) { return scripted.Step{Text: "ok"}, nil })
+	t.Cleanup(srv.Close)
+	st := startChatStack(t, srv, func(c *conf.Config) { c.ProviderKeys = map[string]string{"OPENAI_API_KEY": "sk-never-shown"} })
+	code, body := httpGet(t, st.URL+"/api/agents", st.Key)
+	var agents agent.ProvidersResponse
+	if code != http.StatusOK || json.Unmarshal(body, &agents) != nil || len(agents.Agents) != 2 {
+		t.Fatalf("GET /api/agents: %d %s", code, body)
+	}
+	if a := agents.Agents[0]; a.Name != agent.AgentDeep || !a.Default || len(a.Providers) != 2 ||
+		fmt.Sprint(a.Providers[0]) != fmt.Sprint(agent.ProviderInfo{Name: "an", Type: "anthropic", Model: "claude-test", Models: []string{"claude-test"}, Default: true, Ready: true}) {
+		t.Errorf("deep: %+v", a)
+	}
+	for _, tc := range []struct {
+		query, want string
+		code        int
+	}{
+		{"", `"agent":"deep"`, http.StatusOK},
+		{"?agent=base", `{"name":"anthropic","type":"anthropic","model":"claude-sonnet-4-5","models":["claude-sonnet-4-5"],"ready":false}`, http.StatusOK},
+		{"?agent=base", `{"name":"openai","type":"openai-responses","model":"gpt-4.1-mini","models":["gpt-4.1-mini"],"default":true,"ready":true}`, http.StatusOK},
+		{"?agent=nope", "agent must be deep or base", http.StatusBadRequest},
+	} {
+		code, body := httpGet(t, st.URL+"/api/providers"+tc.query, st.Key)
+		if code != tc.code || !strings.Contains(string(body), tc.want) {
+			t.Errorf("GET /api/providers%s: %d %s, want %d with %s", tc.query, code, body, tc.code, tc.want)
+		}
+	}
+	for _, secret := range []string{"sk-never-shown", "127.0.0.1", "OPENAI_API_KEY"} {
+		if strings.Contains(string(body), secret) {
+			t.Errorf("/api/agents shows %q: %s", secret, body)
+		}
 	}
 }
