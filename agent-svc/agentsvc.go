@@ -171,6 +171,9 @@ func (s *Service) register() error {
 	if err := wire.Serve(s.node.Service, agent.RunsStart, s.start); err != nil {
 		return err
 	}
+	if err := wire.Serve(s.node.Service, agent.ProvidersList, s.listProviders); err != nil {
+		return err
+	}
 	nc := s.node.Conn
 	cancel, err := nc.Subscribe(agent.RunsCancel.Subject, s.onCancel)
 	if err != nil {
@@ -182,6 +185,17 @@ func (s *Service) register() error {
 	}
 	s.subs = append(s.subs, cancel, deleted)
 	return nil
+}
+
+// listProviders answers agent.providers.list: the agents and their
+// providers, for a client's model picker.
+func (s *Service) listProviders(_ context.Context, _ *agent.ProvidersRequest) (*agent.ProvidersResponse, error) {
+	def, _ := agent.Normalize("", s.opts.Config.DefaultAgent)
+	resp := &agent.ProvidersResponse{}
+	for _, n := range []agent.Name{agent.AgentDeep, agent.AgentBase} {
+		resp.Agents = append(resp.Agents, agent.AgentInfo{Name: n, Default: n == def, Providers: s.providers[n].list()})
+	}
+	return resp, nil
 }
 
 // Stop stops taking turns, lets the turns in flight finish until ctx ends,

@@ -126,18 +126,42 @@ type resolved struct {
 	model    string
 }
 
+// defaultName is the provider a turn that names none uses: PROVIDER, else
+// the first in order whose key is set ("" when none is).
+func (ps *providerSet) defaultName() string {
+	if ps.override != "" {
+		return ps.override
+	}
+	for _, n := range ps.order {
+		if ps.ready(n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// ready reports whether provider n's key is set (or it needs none).
+func (ps *providerSet) ready(n string) bool {
+	p := ps.entries[n]
+	return p.APIKey == "" || ps.secrets[p.APIKey] != ""
+}
+
+// list describes the providers for a client's picker, without keys.
+func (ps *providerSet) list() []agent.ProviderInfo {
+	def := ps.defaultName()
+	out := []agent.ProviderInfo{}
+	for _, n := range ps.order {
+		p := ps.entries[n]
+		out = append(out, agent.ProviderInfo{Name: n, Type: p.Type, Model: p.Model, Models: []string{p.Model},
+			Default: n == def, Ready: ps.ready(n)})
+	}
+	return out
+}
+
 // resolve returns the provider for a turn and its model.
 func (ps *providerSet) resolve(name, model string) (*resolved, error) {
 	if name == "" {
-		name = ps.override
-	}
-	if name == "" {
-		for _, n := range ps.order {
-			if p := ps.entries[n]; p.APIKey == "" || ps.secrets[p.APIKey] != "" {
-				name = n
-				break
-			}
-		}
+		name = ps.defaultName()
 		if name == "" {
 			keys := map[string]bool{}
 			for _, p := range ps.entries {

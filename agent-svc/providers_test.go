@@ -251,3 +251,34 @@ func TestUpstreamProviderEntries(t *testing.T) {
 		t.Errorf("check: %v", err)
 	}
 }
+
+// TestProviderList: the picker's list names each provider's type and
+// model, marks the one a turn without a provider uses and those whose
+// key is missing, and never carries a key.
+func TestProviderList(t *testing.T) {
+	entries := map[string]conf.Provider{
+		"a-claude": {Type: "anthropic", Model: "claude", APIKey: "ANTHROPIC_API_KEY"},
+		"b-openai": {Type: "openai", Model: "gpt", APIKey: "OPENAI_API_KEY"},
+	}
+	for _, tc := range []struct {
+		name, override, def string
+	}{
+		{"first ready in order", "", "b-openai"},
+		{"PROVIDER wins", "a-claude", "a-claude"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := &conf.Config{ProviderKeys: map[string]string{"OPENAI_API_KEY": "sk-secret"}, Provider: tc.override}
+			list := newProviderSet(cfg, agent.AgentDeep, entries).list()
+			want := []agent.ProviderInfo{
+				{Name: "a-claude", Type: "anthropic", Model: "claude", Models: []string{"claude"}, Default: tc.def == "a-claude"},
+				{Name: "b-openai", Type: "openai", Model: "gpt", Models: []string{"gpt"}, Default: tc.def == "b-openai", Ready: true},
+			}
+			if fmt.Sprint(list) != fmt.Sprint(want) {
+				t.Errorf("list %+v, want %+v", list, want)
+			}
+			if strings.Contains(fmt.Sprint(list), "sk-secret") {
+				t.Error("the list carries a key")
+			}
+		})
+	}
+}

@@ -172,6 +172,8 @@ func (s *Service) routes() http.Handler {
 	e.GET("/.well-known/oauth-protected-resource/mcp", s.protectedResourceMetadata)
 	api := e.Group("/api", s.requireAPI)
 	api.GET("/me", s.me)
+	s.sessionRoutes(e, api)
+	s.modelRoutes(api)
 	s.dataRoutes(api)
 	s.chatRoutes(api)
 	s.webRoutes(e, api)

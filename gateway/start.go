@@ -39,7 +39,8 @@ func (s *Service) startParts() error {
 	}
 	s.limits = authn.NewLimits(authn.LimitsOptions{PerAccount: cfg.RateLimitAcct, PerIP: cfg.RateLimitIP,
 		Streams: cfg.MCPMaxStreams, LocalOnly: authn.LoopbackURL(cfg.MCPPublicURL)})
-	s.auth, err = authn.New(authn.Options{Keys: s.accounts, Tokens: o.Tokens(), Limits: s.limits, Proxies: s.proxies, Metrics: s.opts.Metrics})
+	s.auth, err = authn.New(authn.Options{Keys: s.accounts, Tokens: o.Tokens(), Sessions: o,
+		SessionCookie: oauth.WebSessionCookie, SessionPath: "/api", Limits: s.limits, Proxies: s.proxies, Metrics: s.opts.Metrics})
 	if err != nil {
 		return fmt.Errorf("registering the auth metrics: %w", err)
 	}

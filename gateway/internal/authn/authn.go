@@ -9,6 +9,7 @@ package authn
 
 import (
 	"context"
+	"crypto/subtle"
 	"net/http"
 	"slices"
 	"strings"
@@ -32,6 +33,10 @@ type Principal struct {
 	// claim); "" for API keys and OAuth access tokens. See design.md
 	// ("Identity") for what tools see as user_info.session_id.
 	SessionID string
+	// WebEmail is the account's email when the caller is the web app
+	// signed in with a session cookie (CSRF is its token); "" for bearer
+	// tokens.
+	WebEmail, CSRF string
 }
 
 // HasScope reports whether p holds scope.
@@ -41,6 +46,12 @@ func (p *Principal) HasScope(scope string) bool { return slices.Contains(p.Scope
 // JWT) to its principal. Every way a token can be wrong is Unauthenticated.
 type TokenVerifier interface {
 	Verify(ctx context.Context, token string) (*Principal, error)
+}
+
+// SessionVerifier resolves the web app's session cookie to its principal
+// and the CSRF token its state-changing requests must repeat.
+type SessionVerifier interface {
+	VerifySession(ctx context.Context, value string) (*Principal, string, error)
 }
 
 // KeyVerifier checks an API key's hash with the account store (vfs-svc).
@@ -54,6 +65,13 @@ type Options struct {
 	Keys KeyVerifier
 	// Tokens verifies our access tokens.
 	Tokens TokenVerifier
+	// Sessions verifies the web app's session cookie (named SessionCookie)
+	// on requests under SessionPath without a bearer token; nil accepts
+	// no cookie. The cookie never authenticates anything else, /mcp
+	// included.
+	Sessions      SessionVerifier
+	SessionCookie string
+	SessionPath   string
 	// Limits counts invalid tokens against the client IP's budget.
 	Limits *Limits
 	// Proxies resolves the client IP behind trusted reverse proxies; nil
@@ -64,8 +82,8 @@ type Options struct {
 }
 
 // Authenticator verifies bearer tokens: Mirobody API keys and access
-// tokens of the gateway's authorization server. Session cookies of the
-// login pages never reach it.
+// tokens of the gateway's authorization server, and the web app's session
+// cookie on /api. The login pages' session cookies never reach it.
 type Authenticator struct {
 	opts     Options
 	keys     *keyCache
@@ -76,7 +94,7 @@ type Authenticator struct {
 func New(opts Options) (*Authenticator, error) {
 	a := &Authenticator{opts: opts, keys: newKeyCache(), verified: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "gateway_auth_verifications_total",
-		Help: "Bearer tokens verified, by kind (key, jwt, other) and result (ok, invalid, error); one per request that presents a token.",
+		Help: "Bearer tokens and web session cookies verified, by kind (key, jwt, cookie, other) and result (ok, invalid, error); one per request that presents a token.",
 	}, []string{"kind", "result"})}
 	if opts.Metrics != nil {
 		if err := opts.Metrics.Register(a.verified); err != nil {
@@ -185,11 +203,19 @@ func (a *Authenticator) Middleware(next http.Handler, reject Reject) http.Handle
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = withClientIP(r, a.opts.Proxies)
 		token := Bearer(r.Header.Get("Authorization"))
-		if token == "" {
+		var (
+			p   *Principal
+			err error
+		)
+		switch ck := a.sessionCookie(r); {
+		case token != "":
+			p, err = a.verify(r.Context(), token)
+		case ck != "":
+			p, err = a.verifySession(r, ck)
+		default:
 			next.ServeHTTP(w, r)
 			return
 		}
-		p, err := a.verify(r.Context(), token)
 		r = r.WithContext(context.WithValue(r.Context(), verdictKey{}, &verdict{p: p, err: err}))
 		if wire.IsCode(err, wire.Unauthenticated) {
 			if wait, ok := a.opts.Limits.AllowInvalidToken(ClientIP(r)); !ok {
@@ -200,4 +226,49 @@ func (a *Authenticator) Middleware(next http.Handler, reject Reject) http.Handle
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// CSRFHeader carries the web session's CSRF token on state-changing
+// requests made with its cookie.
+const CSRFHeader = "X-CSRF-Token"
+
+// sessionCookie returns the web session cookie of r, if r may use one.
+func (a *Authenticator) sessionCookie(r *http.Request) string {
+	if a.opts.Sessions == nil || !strings.HasPrefix(r.URL.Path, a.opts.SessionPath+"/") {
+		return ""
+	}
+	ck, err := r.Cookie(a.opts.SessionCookie)
+	if err != nil {
+		return ""
+	}
+	return ck.Value
+}
+
+// verifySession resolves a web session cookie. A request that can change
+// state must repeat the session's CSRF token in CSRFHeader (design.md
+// "Web app sign-in"): the cookie alone is what a forged request carries.
+func (a *Authenticator) verifySession(r *http.Request, value string) (p *Principal, err error) {
+	defer func() {
+		result := "ok"
+		switch {
+		case wire.IsCode(err, wire.Unauthenticated):
+			result = "invalid"
+		case err != nil:
+			result = "error"
+		}
+		a.verified.WithLabelValues("cookie", result).Inc()
+	}()
+	p, csrf, err := a.opts.Sessions.VerifySession(r.Context(), value)
+	if err != nil {
+		return nil, err
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get(CSRFHeader)), []byte(csrf)) != 1 {
+			return nil, wire.Errorf(wire.PermissionDenied, "missing or wrong %s header", CSRFHeader)
+		}
+	}
+	p.CSRF = csrf
+	return p, nil
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -200,32 +199,18 @@ func (o *Server) login(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	email := strings.TrimSpace(c.FormValue("email"))
-	if wait, ok := o.limits.Allow("login:"+strings.ToLower(email), true); !ok {
-		c.Response().Header().Set("Retry-After", authn.RetryAfter(wait))
-		return o.loginPage(c, http.StatusTooManyRequests, ar, email, "Too many attempts; wait a minute and try again.")
-	}
-	// The lockout counters are shared by every replica (design.md "Login
-	// attempts"); the attempt counts as a failure until it succeeds.
-	attempt := &accounts.LoginAttemptRequest{Email: email, IP: authn.ClientIP(c.Request())}
-	gate, err := o.logins.LoginAttempt(ctx, attempt)
-	if err != nil {
-		return err
-	}
-	if gate.RetryAfterS > 0 {
-		c.Response().Header().Set("Retry-After", strconv.Itoa(gate.RetryAfterS))
+	acct, err := o.checkPassword(ctx, email, c.FormValue("password"), authn.ClientIP(c.Request()))
+	var locked *LockedOut
+	if errors.As(err, &locked) {
+		c.Response().Header().Set("Retry-After", authn.RetryAfter(locked.RetryAfter))
 		return o.loginPage(c, http.StatusTooManyRequests, ar, email,
-			fmt.Sprintf("Too many attempts; try again in %d s.", gate.RetryAfterS))
+			fmt.Sprintf("Too many attempts; try again in %s s.", authn.RetryAfter(locked.RetryAfter)))
 	}
-	acct, err := o.accounts.Login(ctx, &accounts.AccountLoginRequest{Email: email, Password: c.FormValue("password")})
 	if wire.IsCode(err, wire.Unauthenticated) {
 		return o.loginPage(c, http.StatusUnauthorized, ar, email, "Wrong email or password.")
 	}
 	if err != nil {
 		return err
-	}
-	if _, err := o.logins.LoginSucceeded(ctx, attempt); err != nil {
-		// The user is in; the email's failures fade after a day anyway.
-		o.log.WarnContext(ctx, "clearing login failures failed", "err", err)
 	}
 	sess := &loginSession{AccountID: acct.ID, Email: acct.Email}
 	v, err := o.box.seal(purposeSession, sess, loginTTL)

@@ -1,7 +1,8 @@
 // The API client: every request carries the signed-in key as a bearer
-// token and never cookies (a cookie must not authenticate /api or /mcp).
+// token and no cookies, or, signed in with a password, the session cookie
+// (sent to /api only) and its CSRF token (auth.js).
 
-import { auth } from "./auth.js";
+import { credentials } from "./auth.js";
 
 /** ApiError is a failed API request, with the gateway's error body. */
 export class ApiError extends Error {
@@ -35,8 +36,9 @@ async function errorOf(resp) {
  * JSON. A non-2xx answer throws an ApiError; a 401 also signs out.
  */
 export async function request(path, { method = "GET", body, signal, token } = {}) {
-  const headers = { Authorization: `Bearer ${token ?? auth.token()}`, Accept: "application/json" };
-  const init = { method, headers, signal, credentials: "omit", cache: "no-store" };
+  const cred = credentials(token);
+  const headers = { ...cred.headers, Accept: "application/json" };
+  const init = { method, headers, signal, credentials: cred.credentials, cache: "no-store" };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -66,9 +68,8 @@ export function upload(path, file, { contentType, onProgress = () => {} } = {}) 
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     xhr.open("POST", path);
-    xhr.withCredentials = false;
     xhr.responseType = "json";
-    xhr.setRequestHeader("Authorization", `Bearer ${auth.token()}`);
+    for (const [k, v] of Object.entries(credentials().headers)) xhr.setRequestHeader(k, v);
     xhr.setRequestHeader("Content-Type", contentType || file.type || "application/octet-stream");
     xhr.upload.onprogress = (e) => {
       if (e.lengthComputable && e.total > 0) onProgress(e.loaded / e.total);

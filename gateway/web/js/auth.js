@@ -1,36 +1,59 @@
-// Sign-in state. The API key lives in sessionStorage: it lasts while the
-// tab is open, is not shared with other tabs, and is never a cookie, so it
-// is only sent where the app puts it (the Authorization header).
+// Sign-in state. Two methods:
 //
-// Another sign-in method plugs in here: it obtains a token that /api
-// accepts as a bearer token, calls auth.set(token), and adds its button to
-// #login-methods. An OAuth session login would do that after the
-// authorization code flow.
+// - An API key, kept in sessionStorage: it lasts while the tab is open, is
+//   not shared with other tabs, and is never a cookie, so it is only sent
+//   where the app puts it (the Authorization header).
+// - Email and password: the gateway sets an HttpOnly session cookie that
+//   only /api receives, and answers a CSRF token that the app repeats in
+//   the X-CSRF-Token header (gateway/design.md "Web app sign-in"). The
+//   token is kept in sessionStorage too; after a reload /api/session gives
+//   it again.
 
 const KEY = "mirobody.token";
+const CSRF = "mirobody.csrf";
 const NOTE = "mirobody.signed-out";
 
-/** auth holds the bearer token of the signed-in user. */
+/** auth holds the credentials of the signed-in user. */
 export const auth = {
-  /** token returns the current token, or "". */
+  /** token returns the API key in use, or "" (none, or a cookie session). */
   token() {
     return sessionStorage.getItem(KEY) || "";
   },
-  /** set signs in with token. */
+  /** csrf returns the cookie session's CSRF token, or "". */
+  csrf() {
+    return sessionStorage.getItem(CSRF) || "";
+  },
+  /** set signs in with an API key. */
   set(token) {
+    sessionStorage.removeItem(CSRF);
     sessionStorage.setItem(KEY, token);
   },
-  /** clear signs out. */
+  /** setSession records a cookie session by its CSRF token. */
+  setSession(csrf) {
+    sessionStorage.removeItem(KEY);
+    sessionStorage.setItem(CSRF, csrf);
+  },
+  /** clear forgets both. */
   clear() {
     sessionStorage.removeItem(KEY);
+    sessionStorage.removeItem(CSRF);
   },
   /**
-   * signOut forgets the token and reloads the app, which drops every
-   * view's state and any stream still open. note is shown on the sign-in
-   * form after the reload.
+   * signOut ends a cookie session on the server (so the cookie stops
+   * working even if copied), forgets the credentials and reloads the app,
+   * which drops every view's state and any stream still open. note is
+   * shown on the sign-in form after the reload.
    */
-  signOut(note = "") {
-    sessionStorage.removeItem(KEY);
+  async signOut(note = "") {
+    const csrf = auth.csrf();
+    if (csrf) {
+      try {
+        await fetch("/api/session/logout", { method: "POST", credentials: "same-origin", headers: { "X-CSRF-Token": csrf } });
+      } catch {
+        // Offline: the cookie expires on its own; the reload still signs out here.
+      }
+    }
+    auth.clear();
     if (note) sessionStorage.setItem(NOTE, note);
     location.replace(new URL("/app/", location.href));
   },
@@ -41,3 +64,15 @@ export const auth = {
     return note;
   },
 };
+
+/**
+ * credentials returns the fetch options and headers that authenticate a
+ * request: the API key (token, or the signed-in one) as a bearer token and
+ * never cookies; without a key, the session cookie and its CSRF token.
+ */
+export function credentials(token) {
+  const key = token ?? auth.token();
+  if (key) return { credentials: "omit", headers: { Authorization: `Bearer ${key}` } };
+  const csrf = auth.csrf();
+  return { credentials: "same-origin", headers: csrf ? { "X-CSRF-Token": csrf } : {} };
+}

@@ -2,6 +2,7 @@
 
 import { api, request, ApiError } from "./api.js";
 import { $, h, clear, when, confirmButton } from "./dom.js";
+import { choice, initPicker } from "./models.js";
 import { events } from "./sse.js";
 import { Turn, userMessage } from "./turn.js";
 
@@ -214,6 +215,7 @@ async function send(question) {
   const body = { question, session_id: sessionID };
   const agent = $("composer-agent").value;
   if (agent) body.agent = agent;
+  Object.assign(body, choice());
   try {
     const resp = await request("/api/chat", { method: "POST", body, signal: ctrl.signal });
     for await (const ev of events(resp.body)) {
@@ -241,6 +243,7 @@ async function send(question) {
 /** init wires the chat view once. */
 export function init() {
   const input = $("composer-input");
+  initPicker();
   $("composer").addEventListener("submit", (e) => {
     e.preventDefault();
     const q = input.value.trim();

@@ -15,7 +15,7 @@ function showLogin(message = "") {
   $("app").hidden = true;
   $("login").hidden = false;
   $("login-error").textContent = message;
-  $("login-key").focus();
+  $("login-email").focus();
 }
 
 /** route shows the view the address names: #/chat[/id], #/data, #/keys, #/mcp. */
@@ -71,13 +71,49 @@ $("login-form").addEventListener("submit", async (e) => {
   }
 });
 
+$("password-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  $("password-submit").disabled = true;
+  $("password-error").textContent = "";
+  try {
+    const s = await api("/api/session/login", {
+      method: "POST",
+      token: "",
+      body: { email: $("login-email").value.trim(), password: $("login-password").value },
+    });
+    auth.setSession(s.csrf);
+    $("login-password").value = "";
+    await enter(s);
+  } catch (err) {
+    $("password-error").textContent =
+      err instanceof ApiError && err.status === 401 ? "Wrong email or password." : `Could not sign in: ${err.message}`;
+  } finally {
+    $("password-submit").disabled = false;
+  }
+});
+
 $("logout").addEventListener("click", () => auth.signOut());
-onUnauthorized(() => auth.signOut("You were signed out: the key is no longer accepted."));
+onUnauthorized(() => auth.signOut("You were signed out: your sign-in is no longer accepted."));
+
+/** resume picks up a password sign-in whose cookie is still good. */
+async function resume() {
+  try {
+    const s = await api("/api/session", { token: "" });
+    if (!s.csrf) return false;
+    auth.setSession(s.csrf);
+    await enter(s);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 async function boot() {
   const token = auth.token();
   if (!token) {
-    showLogin(auth.takeNote());
+    const note = auth.takeNote();
+    if (!note && (await resume())) return;
+    showLogin(note);
     return;
   }
   try {
