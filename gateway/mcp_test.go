@@ -79,6 +79,12 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "unknown tool", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}`, status: 200, code: -32602},
 		{name: "tool call without name", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, status: 200, code: -32602},
 		{name: "tool arguments not UTF-8", body: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"\xff\"}}}", status: 200, code: -32602},
+		// SEP-1303: validation errors are tool results from 2025-11-25 on;
+		// an unknown tool stays a protocol error.
+		{name: "tool arguments not UTF-8 on 2025-11-25", body: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"\xff\"}}}", hdr: []string{headerProtocolVersion, "2025-11-25"}, status: 200, resultHas: `"isError":true`},
+		{name: "tool arguments not an object on 2025-11-25", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":[1]}}`, hdr: []string{headerProtocolVersion, "2025-11-25"}, status: 200, resultHas: `must be a JSON object`},
+		{name: "tool arguments not an object on 2025-06-18", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":[1]}}`, hdr: []string{headerProtocolVersion, "2025-06-18"}, status: 200, code: -32602},
+		{name: "unknown tool on 2025-11-25", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}`, hdr: []string{headerProtocolVersion, "2025-11-25"}, status: 200, code: -32602},
 		{name: "unknown cursor", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"x"}}`, status: 200, code: -32602},
 
 		// Auth (SPEC §5.3, §5.4).
@@ -111,6 +117,7 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "modern param header mismatch", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{"region":"Hello"},` + modernMeta + `}}`, hdr: append(modernHeaders("tools/call", "regional"), "Mcp-Param-Region", "Bye"), status: 400, code: -32020},
 		{name: "modern param header bad base64", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{"region":"Hello"},` + modernMeta + `}}`, hdr: append(modernHeaders("tools/call", "regional"), "Mcp-Param-Region", "=?base64?SGVsbG8?="), status: 400, code: -32020},
 		{name: "modern param header for absent argument", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{},` + modernMeta + `}}`, hdr: append(modernHeaders("tools/call", "regional"), "Mcp-Param-Region", "x"), status: 400, code: -32020},
+		{name: "modern invalid arguments are a tool result", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":[1],` + modernMeta + `}}`, hdr: modernHeaders("tools/call", "echo"), status: 200, resultHas: `"isError":true`},
 		{name: "modern call", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"yo"},` + modernMeta + `}}`, hdr: modernHeaders("tools/call", "echo"), status: 200, resultHas: `"resultType":"complete"`},
 	}
 	for _, tc := range tests {
