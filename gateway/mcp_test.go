@@ -51,7 +51,9 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "null id", body: `{"jsonrpc":"2.0","id":null,"method":"ping"}`, status: 400, code: -32600, id: "null"},
 		{name: "array params", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}`, status: 200, code: -32602},
 		{name: "unknown method", body: `{"jsonrpc":"2.0","id":"a","method":"nope/nope"}`, status: 200, code: -32601, id: `"a"`},
-		{name: "resources not advertised", body: `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`, status: 200, code: -32601},
+		{name: "anonymous resource templates", body: `{"jsonrpc":"2.0","id":1,"method":"resources/templates/list"}`, status: 200, resultHas: `"resourceTemplates":[]`},
+		{name: "anonymous read of a user file is 401", body: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"vfs:///memories/a.md"}}`, status: 401},
+		{name: "unknown resource scheme", body: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}`, status: 200, code: -32602},
 		{name: "prompts not advertised", body: `{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`, status: 200, code: -32601},
 		{name: "ping", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: 200, resultHas: `{}`},
 		{name: "bad origin is 403", body: listBody, hdr: []string{"Origin", "https://evil.example"}, status: 403},
@@ -158,6 +160,9 @@ func TestTransportStatusCodes(t *testing.T) {
 	}
 }
 
+// wantCapabilities is what /mcp advertises (design.md "Capabilities").
+const wantCapabilities = `{"resources":{},"tools":{"listChanged":true}}`
+
 func TestInitializeNegotiatesAndSeals(t *testing.T) {
 	f := startFakes(t)
 	url := startGateway(t, testConfig(t, f.url))
@@ -178,8 +183,8 @@ func TestInitializeNegotiatesAndSeals(t *testing.T) {
 		if res.ProtocolVersion != tc.want {
 			t.Errorf("asked %s, got %s, want %s", tc.asked, res.ProtocolVersion, tc.want)
 		}
-		if len(res.Capabilities) != 1 || string(res.Capabilities["tools"]) != `{"listChanged":true}` {
-			t.Errorf("capabilities %v, want tools.listChanged only", res.Capabilities)
+		if caps, _ := json.Marshal(res.Capabilities); string(caps) != wantCapabilities {
+			t.Errorf("capabilities %s, want %s", caps, wantCapabilities)
 		}
 		sid := resp.Header.Get(headerSessionID)
 		if sid == "" {

@@ -21,10 +21,11 @@ const (
 	discoverTTLMs = 300_000
 )
 
-// capabilities is what /mcp advertises: tools with list_changed, nothing
-// else, so every other feature answers -32601 (SPEC §5.2).
+// capabilities is what /mcp advertises: tools with list_changed, and
+// resources (skills, the caller's files) without subscriptions; every other
+// feature answers -32601 (SPEC §5.2, design.md "Capabilities").
 func capabilities() *mcp.ServerCapabilities {
-	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Resources: &mcp.ResourceCapabilities{}}
 }
 
 // serverInfo names the gateway to clients.
@@ -44,6 +45,12 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 		return m.discover(q), nil
 	case msg.Method == "tools/list":
 		return m.listTools(ctx, q, msg)
+	case msg.Method == "resources/list":
+		return m.listResources(ctx, q, msg)
+	case msg.Method == "resources/templates/list":
+		return m.listTemplates(q, msg)
+	case msg.Method == "resources/read":
+		return m.readResource(ctx, q, msg)
 	}
 	status := http.StatusOK
 	if q.modern {
