@@ -54,7 +54,8 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "anonymous resource templates", body: `{"jsonrpc":"2.0","id":1,"method":"resources/templates/list"}`, status: 200, resultHas: `"resourceTemplates":[]`},
 		{name: "anonymous read of a user file is 401", body: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"vfs:///memories/a.md"}}`, status: 401},
 		{name: "unknown resource scheme", body: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}`, status: 200, code: -32602},
-		{name: "prompts not advertised", body: `{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`, status: 200, code: -32601},
+		{name: "prompt without a name", body: `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{}}`, status: 200, code: -32602},
+		{name: "prompt with an unknown argument", body: `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","arguments":{"topic":"y"}}}`, status: 200, code: -32602},
 		{name: "ping", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: 200, resultHas: `{}`},
 		{name: "bad origin is 403", body: listBody, hdr: []string{"Origin", "https://evil.example"}, status: 403},
 		{name: "listed origin", body: listBody, hdr: []string{"Origin", "https://app.example"}, status: 200},
@@ -161,7 +162,7 @@ func TestTransportStatusCodes(t *testing.T) {
 }
 
 // wantCapabilities is what /mcp advertises (design.md "Capabilities").
-const wantCapabilities = `{"resources":{},"tools":{"listChanged":true}}`
+const wantCapabilities = `{"prompts":{},"resources":{},"tools":{"listChanged":true}}`
 
 func TestInitializeNegotiatesAndSeals(t *testing.T) {
 	f := startFakes(t)

@@ -23,10 +23,11 @@ import (
 // pngHeader is a binary skill file: not UTF-8, so it is read as a blob.
 var pngHeader = []byte{0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0xff, 0x00}
 
-// TestMCPResources: the go-sdk client lists and reads a skill's files as
-// resources, and reads its own account's file through the template, never
-// another account's; an anonymous caller gets no template.
-func TestMCPResources(t *testing.T) {
+// TestMCPSkillsAndFiles: the go-sdk client lists and reads a skill's files
+// as resources, reads its own account's file through the template, never
+// another account's (an anonymous caller gets no template), and gets a
+// skill as a prompt with its task argument.
+func TestMCPSkillsAndFiles(t *testing.T) {
 	natsURL := servicetest.NATS(t)
 	db := servicetest.Postgres(t, nil)
 	log := servicetest.Logger(t)
@@ -130,6 +131,33 @@ func TestMCPResources(t *testing.T) {
 	}
 	if c, err := read(anon, "vfs:///memories/plans/todo.md"); err == nil {
 		t.Errorf("an anonymous caller read alice's file: %+v", c)
+	}
+
+	// Skills as prompts.
+	prompts, err := anon.ListPrompts(ctx, nil)
+	must(t, err)
+	if len(prompts.Prompts) != 1 || prompts.Prompts[0].Name != "greet" || prompts.Prompts[0].Description != "Say hello properly." ||
+		len(prompts.Prompts[0].Arguments) != 1 || prompts.Prompts[0].Arguments[0].Name != "task" {
+		t.Fatalf("prompts/list: %+v", prompts.Prompts)
+	}
+	for _, tc := range []struct {
+		args map[string]string
+		want string
+	}{
+		{nil, "Greet the user by name."},
+		{map[string]string{"task": "Greet Ada."}, "Greet the user by name.\n\nTask: Greet Ada."},
+	} {
+		p, err := alice.GetPrompt(ctx, &mcp.GetPromptParams{Name: "greet", Arguments: tc.args})
+		must(t, err)
+		if len(p.Messages) != 1 || p.Messages[0].Role != "user" {
+			t.Fatalf("prompts/get %v: %+v", tc.args, p)
+		}
+		if tx, ok := p.Messages[0].Content.(*mcp.TextContent); !ok || tx.Text != tc.want {
+			t.Errorf("prompts/get %v: %+v, want %q", tc.args, p.Messages[0].Content, tc.want)
+		}
+	}
+	if _, err := anon.GetPrompt(ctx, &mcp.GetPromptParams{Name: "nope"}); err == nil || !strings.Contains(err.Error(), "unknown prompt") {
+		t.Errorf("unknown prompt: %v", err)
 	}
 }
 

@@ -21,11 +21,13 @@ const (
 	discoverTTLMs = 300_000
 )
 
-// capabilities is what /mcp advertises: tools with list_changed, and
-// resources (skills, the caller's files) without subscriptions; every other
-// feature answers -32601 (SPEC §5.2, design.md "Capabilities").
+// capabilities is what /mcp advertises: tools with list_changed,
+// resources (skills, the caller's files) without subscriptions, and skills
+// as prompts; every other feature answers -32601 (SPEC §5.2, design.md
+// "Capabilities").
 func capabilities() *mcp.ServerCapabilities {
-	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Resources: &mcp.ResourceCapabilities{}}
+	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}}
 }
 
 // serverInfo names the gateway to clients.
@@ -51,6 +53,10 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 		return m.listTemplates(q, msg)
 	case msg.Method == "resources/read":
 		return m.readResource(ctx, q, msg)
+	case msg.Method == "prompts/list":
+		return m.listPrompts(ctx, q, msg)
+	case msg.Method == "prompts/get":
+		return m.getPrompt(ctx, q, msg)
 	}
 	status := http.StatusOK
 	if q.modern {
