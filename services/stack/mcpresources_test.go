@@ -3,6 +3,7 @@ package stack
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -158,6 +159,39 @@ func TestMCPSkillsAndFiles(t *testing.T) {
 	}
 	if _, err := anon.GetPrompt(ctx, &mcp.GetPromptParams{Name: "nope"}); err == nil || !strings.Contains(err.Error(), "unknown prompt") {
 		t.Errorf("unknown prompt: %v", err)
+	}
+
+	// Completion: the template's path from the caller's own files only;
+	// a skill's task is free text.
+	complete := func(cs *mcp.ClientSession, ref *mcp.CompleteReference, arg, value string) ([]string, error) {
+		res, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: arg, Value: value}})
+		if err != nil {
+			return nil, err
+		}
+		return res.Completion.Values, nil
+	}
+	tplRef := &mcp.CompleteReference{Type: "ref/resource", URI: "vfs:///memories/{+path}"}
+	for _, tc := range []struct {
+		who   string
+		cs    *mcp.ClientSession
+		value string
+		want  string
+	}{
+		{"alice", alice, "pl", "[plans/todo.md]"},
+		{"alice", alice, "x", "[]"},
+		{"bob", bob, "", "[]"},
+		{"anonymous", anon, "", "[]"},
+	} {
+		got, err := complete(tc.cs, tplRef, "path", tc.value)
+		if err != nil || fmt.Sprint(got) != tc.want {
+			t.Errorf("%s completes %q: %v %v, want %s", tc.who, tc.value, got, err, tc.want)
+		}
+	}
+	if got, err := complete(alice, &mcp.CompleteReference{Type: "ref/prompt", Name: "greet"}, "task", "Gr"); err != nil || len(got) != 0 {
+		t.Errorf("task completion: %v %v", got, err)
+	}
+	if _, err := complete(alice, &mcp.CompleteReference{Type: "ref/prompt", Name: "nope"}, "task", ""); err == nil {
+		t.Errorf("completion of an unknown prompt succeeded")
 	}
 }
 

@@ -23,11 +23,11 @@ const (
 
 // capabilities is what /mcp advertises: tools with list_changed,
 // resources (skills, the caller's files) without subscriptions, and skills
-// as prompts; every other feature answers -32601 (SPEC §5.2, design.md
+// as prompts, and completions for both; every other feature answers -32601 (SPEC §5.2, design.md
 // "Capabilities").
 func capabilities() *mcp.ServerCapabilities {
 	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
-		Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}}
+		Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Completions: &mcp.CompletionCapabilities{}}
 }
 
 // serverInfo names the gateway to clients.
@@ -57,6 +57,8 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 		return m.listPrompts(ctx, q, msg)
 	case msg.Method == "prompts/get":
 		return m.getPrompt(ctx, q, msg)
+	case msg.Method == "completion/complete":
+		return m.complete(ctx, q, msg)
 	}
 	status := http.StatusOK
 	if q.modern {
