@@ -43,10 +43,10 @@ type templateList struct {
 	cacheFields
 }
 
-// readResult is resources/read's result.
+// readResult is resources/read's result; a user file's is private.
 type readResult struct {
-	Contents   []*contents `json:"contents"`
-	ResultType string      `json:"resultType,omitempty"`
+	Contents []*contents `json:"contents"`
+	cacheFields
 }
 
 // contents is a resource's contents. Unlike the SDK's ResourceContents it
@@ -155,11 +155,7 @@ func (m *Server) readResource(ctx context.Context, q *request, msg *rpcMessage) 
 	if e != nil {
 		return nil, e
 	}
-	out := readResult{Contents: []*contents{c}}
-	if q.modern {
-		out.ResultType = "complete"
-	}
-	return out, nil
+	return readResult{Contents: []*contents{c}, cacheFields: cache(q, !strings.HasPrefix(p.URI, skillScheme))}, nil
 }
 
 // readSkill reads skill://<skill>/<path> through registry-svc.
