@@ -87,7 +87,8 @@ func (m *Server) initialize(w http.ResponseWriter, q *request, msg *rpcMessage) 
 		w.Header().Set(headerSessionID, m.sealer.seal(session{Version: v, Account: account}))
 	}
 	return &mcp.InitializeResult{ProtocolVersion: v, Capabilities: capabilities(), ServerInfo: m.serverInfo(),
-		Instructions: "Mirobody tools. tools/list shows the tools this caller may use; sign in (Bearer API key) to see personal tools."}, nil
+		Instructions: "Mirobody tools. tools/list shows the tools this caller may use; sign in (Bearer API key) to see personal tools. " +
+			"Skills are resources (skill://<skill>/<path>) and prompts; signed-in callers read their own files through the template vfs:///memories/{+path}."}, nil
 }
 
 // discoverResult is the SDK's DiscoverResult; resultType is set explicitly
