@@ -51,8 +51,11 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "null id", body: `{"jsonrpc":"2.0","id":null,"method":"ping"}`, status: 400, code: -32600, id: "null"},
 		{name: "array params", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}`, status: 200, code: -32602},
 		{name: "unknown method", body: `{"jsonrpc":"2.0","id":"a","method":"nope/nope"}`, status: 200, code: -32601, id: `"a"`},
-		{name: "resources not advertised", body: `{"jsonrpc":"2.0","id":1,"method":"resources/list"}`, status: 200, code: -32601},
-		{name: "prompts not advertised", body: `{"jsonrpc":"2.0","id":1,"method":"prompts/list"}`, status: 200, code: -32601},
+		{name: "anonymous resource templates", body: `{"jsonrpc":"2.0","id":1,"method":"resources/templates/list"}`, status: 200, resultHas: `"resourceTemplates":[]`},
+		{name: "anonymous read of a user file is 401", body: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"vfs:///memories/a.md"}}`, status: 401},
+		{name: "unknown resource scheme", body: `{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}`, status: 200, code: -32602},
+		{name: "prompt without a name", body: `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{}}`, status: 200, code: -32602},
+		{name: "prompt with an unknown argument", body: `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","arguments":{"topic":"y"}}}`, status: 200, code: -32602},
 		{name: "ping", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: 200, resultHas: `{}`},
 		{name: "bad origin is 403", body: listBody, hdr: []string{"Origin", "https://evil.example"}, status: 403},
 		{name: "listed origin", body: listBody, hdr: []string{"Origin", "https://app.example"}, status: 200},
@@ -79,6 +82,12 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "unknown tool", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}`, status: 200, code: -32602},
 		{name: "tool call without name", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{}}`, status: 200, code: -32602},
 		{name: "tool arguments not UTF-8", body: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"\xff\"}}}", status: 200, code: -32602},
+		// SEP-1303: validation errors are tool results from 2025-11-25 on;
+		// an unknown tool stays a protocol error.
+		{name: "tool arguments not UTF-8 on 2025-11-25", body: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"\xff\"}}}", hdr: []string{headerProtocolVersion, "2025-11-25"}, status: 200, resultHas: `"isError":true`},
+		{name: "tool arguments not an object on 2025-11-25", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":[1]}}`, hdr: []string{headerProtocolVersion, "2025-11-25"}, status: 200, resultHas: `must be a JSON object`},
+		{name: "tool arguments not an object on 2025-06-18", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":[1]}}`, hdr: []string{headerProtocolVersion, "2025-06-18"}, status: 200, code: -32602},
+		{name: "unknown tool on 2025-11-25", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}`, hdr: []string{headerProtocolVersion, "2025-11-25"}, status: 200, code: -32602},
 		{name: "unknown cursor", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"x"}}`, status: 200, code: -32602},
 
 		// Auth (SPEC §5.3, §5.4).
@@ -111,6 +120,7 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "modern param header mismatch", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{"region":"Hello"},` + modernMeta + `}}`, hdr: append(modernHeaders("tools/call", "regional"), "Mcp-Param-Region", "Bye"), status: 400, code: -32020},
 		{name: "modern param header bad base64", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{"region":"Hello"},` + modernMeta + `}}`, hdr: append(modernHeaders("tools/call", "regional"), "Mcp-Param-Region", "=?base64?SGVsbG8?="), status: 400, code: -32020},
 		{name: "modern param header for absent argument", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"regional","arguments":{},` + modernMeta + `}}`, hdr: append(modernHeaders("tools/call", "regional"), "Mcp-Param-Region", "x"), status: 400, code: -32020},
+		{name: "modern invalid arguments are a tool result", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":[1],` + modernMeta + `}}`, hdr: modernHeaders("tools/call", "echo"), status: 200, resultHas: `"isError":true`},
 		{name: "modern call", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo","arguments":{"text":"yo"},` + modernMeta + `}}`, hdr: modernHeaders("tools/call", "echo"), status: 200, resultHas: `"resultType":"complete"`},
 	}
 	for _, tc := range tests {
@@ -151,6 +161,9 @@ func TestTransportStatusCodes(t *testing.T) {
 	}
 }
 
+// wantCapabilities is what /mcp advertises (design.md "Capabilities").
+const wantCapabilities = `{"completions":{},"prompts":{},"resources":{},"tools":{"listChanged":true}}`
+
 func TestInitializeNegotiatesAndSeals(t *testing.T) {
 	f := startFakes(t)
 	url := startGateway(t, testConfig(t, f.url))
@@ -171,8 +184,8 @@ func TestInitializeNegotiatesAndSeals(t *testing.T) {
 		if res.ProtocolVersion != tc.want {
 			t.Errorf("asked %s, got %s, want %s", tc.asked, res.ProtocolVersion, tc.want)
 		}
-		if len(res.Capabilities) != 1 || string(res.Capabilities["tools"]) != `{"listChanged":true}` {
-			t.Errorf("capabilities %v, want tools.listChanged only", res.Capabilities)
+		if caps, _ := json.Marshal(res.Capabilities); string(caps) != wantCapabilities {
+			t.Errorf("capabilities %s, want %s", caps, wantCapabilities)
 		}
 		sid := resp.Header.Get(headerSessionID)
 		if sid == "" {

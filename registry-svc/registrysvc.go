@@ -262,6 +262,9 @@ func (s *Service) serve() error {
 	if err := (&serverHandlers{x: s.reg.ext}).register(s.node.Service); err != nil {
 		return err
 	}
+	if err := (&skillHandlers{dirs: s.opts.Config.SkillDirs}).register(s.node.Service); err != nil {
+		return err
+	}
 	cancelSub, err := s.node.Conn.Subscribe(registry.CallsCancel.Subject, func(m *nats.Msg) {
 		if ev, err := registry.CallsCancel.Decode(m); err == nil && ev.CallID != "" {
 			s.reg.cancelCall(ev)

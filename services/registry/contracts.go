@@ -8,5 +8,6 @@ func Contracts() []wire.Contract {
 	return []wire.Contract{
 		ToolsList, ToolsCall, CallsCancel, Changed, AccountChanged, Progress,
 		ServersAdd, ServersList, ServersUpdate, ServersRemove, ServersOAuthCallback, ServersOAuthStart,
+		SkillsList, SkillsRead,
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -105,7 +106,7 @@ func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, progress
 	}
 	args, err := registry.Arguments(p.Name, p.Arguments)
 	if err != nil {
-		return nil, m.registryError(ctx, err)
+		return m.argumentError(ctx, q, err)
 	}
 	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: callID(q, msg.ID), Meta: p.Meta}
 	if progress != nil {
@@ -130,7 +131,7 @@ func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, progress
 			// call must stop it, not finish it for nobody.
 			m.cancel(context.WithoutCancel(ctx), q, req.CallID, "timed out")
 		}
-		return nil, m.registryError(ctx, err)
+		return m.argumentError(ctx, q, err)
 	}
 	out := callResult{Content: resp.Content, StructuredContent: resp.StructuredContent, IsError: resp.IsError}
 	if out.Content == nil {
@@ -140,6 +141,30 @@ func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, progress
 		out.ResultType = "complete"
 	}
 	return out, nil
+}
+
+// argumentError renders a failed call. From 2025-11-25 on (SEP-1303) an
+// argument validation error is a tool result with isError, so that the
+// model reads the message and corrects its call; older clients, and every
+// other error (an unknown tool, a payload too large), keep the JSON-RPC
+// error.
+func (m *Server) argumentError(ctx context.Context, q *request, err error) (any, *rpcError) {
+	var werr *wire.Error
+	if !toolErrors(q) || !errors.As(err, &werr) || werr.Code != wire.InvalidArgument {
+		return nil, m.registryError(ctx, err)
+	}
+	text, _ := json.Marshal(&mcp.TextContent{Text: werr.Message})
+	out := callResult{Content: []json.RawMessage{text}, IsError: true}
+	if q.modern {
+		out.ResultType = "complete"
+	}
+	return out, nil
+}
+
+// toolErrors reports whether the request's protocol version has SEP-1303's
+// validation errors as tool results: 2025-11-25 and the modern era.
+func toolErrors(q *request) bool {
+	return q.modern || q.version >= latestLegacy
 }
 
 // callID names a call so that a notifications/cancelled arriving on any

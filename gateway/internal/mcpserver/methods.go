@@ -21,10 +21,13 @@ const (
 	discoverTTLMs = 300_000
 )
 
-// capabilities is what /mcp advertises: tools with list_changed, nothing
-// else, so every other feature answers -32601 (SPEC §5.2).
+// capabilities is what /mcp advertises: tools with list_changed,
+// resources (skills, the caller's files) without subscriptions, and skills
+// as prompts, and completions for both; every other feature answers -32601 (SPEC §5.2, design.md
+// "Capabilities").
 func capabilities() *mcp.ServerCapabilities {
-	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Completions: &mcp.CompletionCapabilities{}}
 }
 
 // serverInfo names the gateway to clients.
@@ -48,6 +51,18 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 			return nil, e
 		}
 		return res, nil
+	case msg.Method == "resources/list":
+		return m.listResources(ctx, q, msg)
+	case msg.Method == "resources/templates/list":
+		return m.listTemplates(q, msg)
+	case msg.Method == "resources/read":
+		return m.readResource(ctx, q, msg)
+	case msg.Method == "prompts/list":
+		return m.listPrompts(ctx, q, msg)
+	case msg.Method == "prompts/get":
+		return m.getPrompt(ctx, q, msg)
+	case msg.Method == "completion/complete":
+		return m.complete(ctx, q, msg)
 	}
 	status := http.StatusOK
 	if q.modern {
@@ -76,7 +91,8 @@ func (m *Server) initialize(w http.ResponseWriter, q *request, msg *rpcMessage) 
 		w.Header().Set(headerSessionID, m.sealer.seal(session{Version: v, Account: account}))
 	}
 	return &mcp.InitializeResult{ProtocolVersion: v, Capabilities: capabilities(), ServerInfo: m.serverInfo(),
-		Instructions: "Mirobody tools. tools/list shows the tools this caller may use; sign in (Bearer API key) to see personal tools."}, nil
+		Instructions: "Mirobody tools. tools/list shows the tools this caller may use; sign in (Bearer API key) to see personal tools. " +
+			"Skills are resources (skill://<skill>/<path>) and prompts; signed-in callers read their own files through the template vfs:///memories/{+path}."}, nil
 }
 
 // discoverResult is the SDK's DiscoverResult; resultType is set explicitly

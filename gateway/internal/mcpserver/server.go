@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"github.com/mirobody/mirobody-go/gateway/internal/authn"
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -85,6 +86,7 @@ type Options struct {
 type Server struct {
 	Options
 	registry  *registry.Client
+	files     *files.FS
 	sealer    *sealer
 	revoked   *authn.Revocations
 	hub       *hub
@@ -126,7 +128,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("flushing the event subscriptions: %w", err)
 	}
 	base := strings.TrimRight(opts.PublicURL, "/")
-	return &Server{Options: opts, registry: registry.NewClient(opts.Bus), sealer: seal, revoked: revoked, hub: h,
+	return &Server{Options: opts, registry: registry.NewClient(opts.Bus), files: files.NewFS(opts.Bus), sealer: seal, revoked: revoked, hub: h,
 		params:    &paramIndex{now: time.Now},
 		challenge: `Bearer resource_metadata="` + base + `/.well-known/oauth-protected-resource/mcp", scope="mcp"`}, nil
 }

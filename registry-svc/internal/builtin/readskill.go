@@ -87,7 +87,8 @@ func findSkills(dirs []string) map[string]string {
 			if err != nil {
 				continue
 			}
-			for _, name := range []string{frontmatterName(head), e.Name()} {
+			fm, _ := frontmatter(head)
+			for _, name := range []string{fm, e.Name()} {
 				if _, taken := out[name]; name != "" && !taken {
 					out[name] = dir
 				}
@@ -97,61 +98,74 @@ func findSkills(dirs []string) map[string]string {
 	return out
 }
 
-// frontmatterName returns the name field of a SKILL.md's YAML frontmatter.
-func frontmatterName(doc []byte) string {
+// frontmatter returns the name and description fields of a SKILL.md's YAML
+// frontmatter.
+func frontmatter(doc []byte) (name, description string) {
 	doc = bytes.TrimPrefix(doc, []byte("\ufeff"))
 	if !bytes.HasPrefix(doc, []byte("---")) {
-		return ""
+		return "", ""
 	}
 	rest := doc[3:]
 	end := bytes.Index(rest, []byte("\n---"))
 	if end < 0 {
-		return ""
+		return "", ""
 	}
 	var fm struct {
-		Name string `yaml:"name"`
+		Name        string `yaml:"name"`
+		Description string `yaml:"description"`
 	}
 	if yaml.Unmarshal(rest[:end], &fm) != nil {
-		return ""
+		return "", ""
 	}
-	return strings.TrimSpace(fm.Name)
+	return strings.TrimSpace(fm.Name), strings.TrimSpace(fm.Description)
 }
 
-// readInside reads rel inside dir, refusing any path (including through a
-// symbolic link) that leaves dir.
+// readInside reads the text file rel inside dir, refusing any path
+// (including through a symbolic link) that leaves dir.
 func readInside(dir, rel string) (string, error) {
-	if filepath.IsAbs(rel) || !filepath.IsLocal(rel) {
-		return "", Failf("path %q must be relative and stay inside the skill's folder", rel)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return "", Failf("opening the skill's folder failed")
-	}
-	defer root.Close()
-	f, err := root.Open(rel)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", Failf("the skill has no file %q", rel)
-		}
-		return "", Failf("path %q must stay inside the skill's folder", rel)
-	}
-	defer f.Close()
-	st, err := f.Stat()
+	buf, err := ReadSkillFile(dir, rel)
 	if err != nil {
 		return "", err
-	}
-	if st.IsDir() {
-		return "", Failf("%q is a folder, not a file", rel)
-	}
-	if st.Size() > maxSkillFileBytes {
-		return "", Failf("%q is larger than %d bytes", rel, maxSkillFileBytes)
-	}
-	buf, err := io.ReadAll(io.LimitReader(f, maxSkillFileBytes))
-	if err != nil {
-		return "", fmt.Errorf("reading skill file: %w", err)
 	}
 	if !utf8.Valid(buf) {
 		return "", Failf("%q is not a text file", rel)
 	}
 	return string(buf), nil
+}
+
+// ReadSkillFile reads the file rel inside a skill's folder dir, refusing
+// any path (including through a symbolic link) that leaves dir, folders and
+// files over 1 MiB. Its errors are tool failures (Failf) a caller can show.
+func ReadSkillFile(dir, rel string) ([]byte, error) {
+	if filepath.IsAbs(rel) || !filepath.IsLocal(rel) {
+		return nil, Failf("path %q must be relative and stay inside the skill's folder", rel)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, Failf("opening the skill's folder failed")
+	}
+	defer root.Close()
+	f, err := root.Open(rel)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, Failf("the skill has no file %q", rel)
+		}
+		return nil, Failf("path %q must stay inside the skill's folder", rel)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if st.IsDir() {
+		return nil, Failf("%q is a folder, not a file", rel)
+	}
+	if st.Size() > maxSkillFileBytes {
+		return nil, Failf("%q is larger than %d bytes", rel, maxSkillFileBytes)
+	}
+	buf, err := io.ReadAll(io.LimitReader(f, maxSkillFileBytes))
+	if err != nil {
+		return nil, fmt.Errorf("reading skill file: %w", err)
+	}
+	return buf, nil
 }

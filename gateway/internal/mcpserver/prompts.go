@@ -1,0 +1,95 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/wire"
+)
+
+// taskArgument is every skill prompt's one argument: what to do with the
+// skill, appended to its instructions.
+var taskArgument = &mcp.PromptArgument{Name: "task", Title: "Task",
+	Description: "What to do with the skill; appended to its instructions."}
+
+// promptList is prompts/list's result.
+type promptList struct {
+	Prompts []*mcp.Prompt `json:"prompts"`
+	cacheFields
+}
+
+// promptResult is prompts/get's result.
+type promptResult struct {
+	Description string               `json:"description,omitempty"`
+	Messages    []*mcp.PromptMessage `json:"messages"`
+	ResultType  string               `json:"resultType,omitempty"`
+}
+
+// listPrompts lists every skill as a prompt (design.md "Prompts").
+func (m *Server) listPrompts(ctx context.Context, q *request, msg *rpcMessage) (any, *rpcError) {
+	if e := noCursor(msg.Params); e != nil {
+		return nil, e
+	}
+	resp, err := m.registry.ListSkills(ctx, &registry.SkillListRequest{})
+	if err != nil {
+		return nil, m.registryError(ctx, err)
+	}
+	out := promptList{Prompts: []*mcp.Prompt{}, cacheFields: cache(q, false)}
+	for _, s := range resp.Skills {
+		out.Prompts = append(out.Prompts, &mcp.Prompt{Name: s.Name, Description: s.Description, Arguments: []*mcp.PromptArgument{taskArgument}})
+	}
+	return out, nil
+}
+
+// getPrompt returns a skill's SKILL.md body (without its frontmatter) as
+// one user message, the task argument appended.
+func (m *Server) getPrompt(ctx context.Context, q *request, msg *rpcMessage) (any, *rpcError) {
+	var p struct {
+		Name      string            `json:"name"`
+		Arguments map[string]string `json:"arguments"`
+	}
+	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
+		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: prompts/get needs a prompt name and string arguments")
+	}
+	for k := range p.Arguments {
+		if k != taskArgument.Name {
+			return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: unknown argument %q; accepted: task", k)
+		}
+	}
+	resp, err := m.registry.ReadSkill(ctx, &registry.SkillReadRequest{Name: p.Name, Path: "SKILL.md"})
+	if wire.IsCode(err, wire.NotFound) {
+		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "unknown prompt: %s", p.Name)
+	}
+	if err != nil {
+		return nil, m.registryError(ctx, err)
+	}
+	text := skillBody(resp.Text)
+	if task := strings.TrimSpace(p.Arguments[taskArgument.Name]); task != "" {
+		text += "\n\nTask: " + task
+	}
+	out := promptResult{Description: "The skill " + p.Name,
+		Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}
+	if q.modern {
+		out.ResultType = "complete"
+	}
+	return out, nil
+}
+
+// skillBody is a SKILL.md without its YAML frontmatter, trimmed.
+func skillBody(doc string) string {
+	doc = strings.TrimPrefix(doc, "\ufeff")
+	if rest, ok := strings.CutPrefix(doc, "---"); ok {
+		if _, body, ok := strings.Cut(rest, "\n---"); ok {
+			// The closing line may carry trailing text up to its newline.
+			_, body, _ = strings.Cut(body, "\n")
+			doc = body
+		}
+	}
+	return strings.TrimSpace(doc)
+}
