@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -33,6 +34,9 @@ func (s *Service) dataRoutes(api *echo.Group) {
 // from ?format=csv|json, else the Content-Type, else the first byte.
 func (s *Service) importHealth(c echo.Context) error {
 	body := bufio.NewReader(s.importBody(c))
+	if err := requireText(body, "health data: CSV (indicator,value,unit,time[,source]) or a JSON array"); err != nil {
+		return err
+	}
 	format := c.QueryParam("format")
 	if format == "" {
 		format = userdata.FormatCSV
@@ -49,7 +53,25 @@ func (s *Service) importHealth(c echo.Context) error {
 // importGenetic answers POST /api/data/genetic: a 23andMe or AncestryDNA
 // raw data file.
 func (s *Service) importGenetic(c echo.Context) error {
-	return s.runImport(c, userdata.KindGenetic, userdata.FormatRaw, s.importBody(c))
+	body := bufio.NewReader(s.importBody(c))
+	if err := requireText(body, "genetic data: a 23andMe or AncestryDNA raw data file (text)"); err != nil {
+		return err
+	}
+	return s.runImport(c, userdata.KindGenetic, userdata.FormatRaw, body)
+}
+
+// requireText refuses an upload whose first bytes are not text (a PDF, an
+// image, a zip or spreadsheet file) with 415 naming the accepted formats:
+// parsed as CSV, such a file would only yield one line error per "line" of
+// binary.
+func requireText(body *bufio.Reader, accepted string) error {
+	head, _ := body.Peek(512) // a shorter body is all there is; read errors surface in the import
+	if ct := http.DetectContentType(head); !strings.HasPrefix(ct, "text/") {
+		kind, _, _ := strings.Cut(ct, ";")
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType,
+			fmt.Sprintf("the upload is %s, not text; accepted is %s", kind, accepted))
+	}
+	return nil
 }
 
 // importBody is the upload, up to DATA_IMPORT_MAX_BYTES. A large upload
