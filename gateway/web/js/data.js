@@ -65,7 +65,7 @@ function wire(kind) {
       });
       bar.value = 100;
       showResult(box, status, body);
-      if (status === 200) await load();
+      if (status === 200) load(); // not awaited: the form is ready again at once
     } catch (err) {
       showResult(box, 0, { message: err.message });
     } finally {
@@ -77,8 +77,10 @@ function wire(kind) {
 
 const KIND_NAMES = { health: "Health records", genetic: "Genetic variants" };
 
-// Charts drawn by the last load, removed before the next one.
+// Charts drawn by the last load, removed before the next one, and the
+// number of the newest load: an older one still running stops drawing.
 let charts = [];
+let generation = 0;
 
 function day(iso) {
   return iso ? new Date(iso).toLocaleDateString() : "—";
@@ -118,7 +120,7 @@ function importsTable(imports) {
 }
 
 // chartCard shows one indicator's series, one chart per unit.
-async function chartCard(ind) {
+async function chartCard(ind, gen) {
   const plots = h("div", { class: "chart-plots" }, h("p", { class: "muted small" }, "Loading…"));
   const card = h("div", { class: "card chart", "data-indicator": ind.indicator },
     h("h4", {}, ind.indicator),
@@ -126,41 +128,45 @@ async function chartCard(ind) {
     plots);
   const draw = async () => {
     const { series } = await api(`/api/data/health/series?indicator=${encodeURIComponent(ind.indicator)}`);
+    if (gen !== generation) return;
     clear(plots);
     for (const s of series) {
       const el = h("div", { class: "plot", "data-unit": s.unit });
       plots.append(el);
       charts.push(lineChart(el, { label: ind.indicator, unit: s.unit, points: s.points }));
     }
+    card.dataset.drawn = "";
   };
   return { card, draw };
 }
 
 async function load() {
+  const gen = ++generation;
   const box = $("data-overview");
-  for (const destroy of charts) destroy();
-  charts = [];
   $("data-error").textContent = "";
   let sum;
   try {
     sum = await api("/api/data");
   } catch (err) {
-    $("data-error").textContent = `Could not list your data: ${err.message}`;
+    if (gen === generation) $("data-error").textContent = `Could not list your data: ${err.message}`;
     return;
   }
+  if (gen !== generation) return;
+  for (const destroy of charts) destroy();
+  charts = [];
   clear(box);
   if (!sum.kinds.length) {
     box.append(h("p", { class: "muted", id: "data-empty" }, "Nothing imported yet."));
     return;
   }
   box.append(h("h3", {}, "What you imported"), kindsTable(sum.kinds));
-  const cards = await Promise.all(sum.indicators.map(chartCard));
+  const cards = await Promise.all(sum.indicators.map((ind) => chartCard(ind, gen)));
   if (cards.length) box.append(h("h3", {}, "Indicators over time"), h("div", { class: "charts" }, cards.map((c) => c.card)));
   if (sum.imports.length) box.append(h("h3", {}, "Imports"), importsTable(sum.imports));
   try {
     await Promise.all(cards.map((c) => c.draw())); // after the cards are laid out: charts take their width
   } catch (err) {
-    $("data-error").textContent = `Could not chart your data: ${err.message}`;
+    if (gen === generation) $("data-error").textContent = `Could not chart your data: ${err.message}`;
   }
 }
 
