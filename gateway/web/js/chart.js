@@ -4,6 +4,7 @@
 import uPlot from "../vendor/uplot/uPlot.esm.js";
 
 const HEIGHT = 180;
+const DAY = 86400;
 
 function cssVar(name, fallback) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
@@ -26,7 +27,8 @@ export function lineChart(el, { label, unit, points }) {
     height: HEIGHT,
     legend: { show: true },
     cursor: { drag: { x: false, y: false } },
-    scales: { x: { time: true } },
+    // One measurement would otherwise get a range of years around it.
+    scales: { x: { time: true, range: (u, lo, hi) => (lo === hi ? [lo - DAY, hi + DAY] : [lo, hi]) } },
     axes: [axis, { ...axis, label: unit || "", size: 56 }],
     series: [
       {},
