@@ -124,7 +124,7 @@ func TestWebSourcesAreCSPClean(t *testing.T) {
 			rules = html
 		case strings.HasSuffix(path, ".js"):
 			rules = js
-			if path != "web/js/markdown.js" && strings.Contains(string(b), "vendor/") {
+			if path != "web/js/markdown.js" && path != "web/js/chart.js" && strings.Contains(string(b), "vendor/") {
 				t.Errorf("%s imports a vendored library; only js/markdown.js and js/chart.js do", path)
 			}
 		}
