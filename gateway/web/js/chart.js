@@ -27,8 +27,9 @@ export function lineChart(el, { label, unit, points }) {
     height: HEIGHT,
     legend: { show: true },
     cursor: { drag: { x: false, y: false } },
-    // One measurement would otherwise get a range of years around it.
-    scales: { x: { time: true, range: (u, lo, hi) => (lo === hi ? [lo - DAY, hi + DAY] : [lo, hi]) } },
+    // uPlot widens a lone point's range by 86400/ms seconds (1000 days for
+    // second timestamps): give one measurement a day either side instead.
+    scales: { x: { time: true, range: (u, lo, hi) => (xs.length === 1 ? [xs[0] - DAY, xs[0] + DAY] : [lo, hi]) } },
     axes: [axis, { ...axis, label: unit || "", size: 56 }],
     series: [
       {},
