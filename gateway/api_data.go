@@ -146,14 +146,11 @@ func (s *Service) importGenetic(c echo.Context) error {
 	return s.runImport(c, userdata.KindGenetic, userdata.FormatRaw, body)
 }
 
-// requireText refuses an upload whose first bytes are not text (a PDF, an
-// image, a zip or spreadsheet file) with 415 naming the accepted formats:
-// parsed as CSV, such a file would only yield one line error per "line" of
-// binary.
+// requireText refuses an upload that is not text (a PDF, an image, a zip
+// or spreadsheet file) with 415 naming the accepted formats.
 func requireText(body *bufio.Reader, accepted string) error {
-	head, _ := body.Peek(512) // a shorter body is all there is; read errors surface in the import
-	if ct := http.DetectContentType(head); !strings.HasPrefix(ct, "text/") {
-		kind, _, _ := strings.Cut(ct, ";")
+	head, _ := body.Peek(userdata.SniffBytes) // a shorter body is all there is; read errors surface in the import
+	if kind := userdata.NotText(head); kind != "" {
 		return echo.NewHTTPError(http.StatusUnsupportedMediaType,
 			fmt.Sprintf("the upload is %s, not text; accepted is %s", kind, accepted))
 	}

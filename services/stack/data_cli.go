@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -89,7 +90,11 @@ func runData(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("opening %s: %w", file, err)
 	}
 	defer f.Close()
-	res, err := data.Import(ctx, req, f)
+	in := bufio.NewReader(f)
+	if head, _ := in.Peek(userdata.SniffBytes); userdata.NotText(head) != "" {
+		return fmt.Errorf("%s is %s, not text: --health takes CSV (indicator,value,unit,time[,source]) or a JSON array, --genetic a 23andMe or AncestryDNA raw data file", file, userdata.NotText(head))
+	}
+	res, err := data.Import(ctx, req, in)
 	if err != nil {
 		return err
 	}

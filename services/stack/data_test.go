@@ -133,6 +133,13 @@ func TestDataAPIAndCLI(t *testing.T) {
 		}
 		return out.String()
 	}
+	pdf := t.TempDir() + "/report.pdf"
+	must(t, os.WriteFile(pdf, []byte("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n"), 0o644))
+	var out, errOut bytes.Buffer
+	if code := Main(context.Background(), []string{"data", "import", "--health", pdf, "--account", "chat@example.com", "--config", "testdata/empty.yaml"}, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), "is application/pdf, not text: --health takes CSV") {
+		t.Errorf("data import of a PDF = %d: %s", code, errOut.String())
+	}
 	ls := cli("ls")
 	for _, want := range []string{"health", "Glucose", "mmol/L", "Vitamin D (25-OH)", sum.Imports[0].ID, sum.Imports[1].ID} {
 		if !strings.Contains(ls, want) {
