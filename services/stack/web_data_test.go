@@ -86,6 +86,9 @@ func TestWebData(t *testing.T) {
 	}
 	b.do("scrolling to the charts", chromedp.Evaluate[chromedp.Void](`document.querySelector("#data-overview h3").scrollIntoView()`))
 	b.screenshot("data-charts.png")
+	b.do("scrolling to the imports", chromedp.Evaluate[chromedp.Void](`document.querySelector("#data-overview tr[data-import]").scrollIntoView({ block: "center" })`))
+	evalAwait[bool](b, `new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`) // a painted frame
+	b.screenshot("data-imports.png")
 
 	// Delete the newest health import (one Heart rate row): a first click
 	// only arms the button.
