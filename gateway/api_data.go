@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +28,91 @@ func (s *Service) dataRoutes(api *echo.Group) {
 	api.POST("/data/genetic", s.importGenetic)
 	api.DELETE("/data/health", s.deleteHealth)
 	api.DELETE("/data/genetic", s.deleteGenetic)
+	api.GET("/data", s.dataSummary)
+	api.GET("/data/health/series", s.healthSeries)
+	api.DELETE("/data/imports/:id", s.deleteImport)
+}
+
+// dataSummary answers GET /api/data: the kinds with data (rows, time
+// range), the health indicators (unit, count, time range) and the imports
+// whose rows are still stored, newest first.
+func (s *Service) dataSummary(c echo.Context) error {
+	resp, err := userdata.NewData(s.node.Client).Summary(c.Request().Context(), &userdata.SummaryRequest{AccountID: principal(c).AccountID})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// seriesPoint is one measurement of a series.
+type seriesPoint struct {
+	Time   time.Time `json:"time"`
+	Value  float64   `json:"value"`
+	Source string    `json:"source,omitempty"`
+}
+
+// unitSeries is an indicator's measurements in one unit, oldest first.
+type unitSeries struct {
+	Unit   string        `json:"unit"`
+	Points []seriesPoint `json:"points"`
+}
+
+// seriesResponse is GET /api/data/health/series: one series per unit (a
+// series is charted in one unit), the unit with the most points first.
+type seriesResponse struct {
+	Indicator string       `json:"indicator"`
+	Series    []unitSeries `json:"series"`
+}
+
+// maxSeriesPoints is the most recent measurements a series returns (the
+// health store's own per-indicator maximum).
+const maxSeriesPoints = 10000
+
+// healthSeries answers GET /api/data/health/series?indicator=…[&start=…]
+// [&end=…]: the indicator's measurements over time, with their units.
+func (s *Service) healthSeries(c echo.Context) error {
+	name := strings.TrimSpace(c.QueryParam("indicator"))
+	if name == "" {
+		return wire.Errorf(wire.InvalidArgument, "indicator is required")
+	}
+	req := &userdata.HealthQueryRequest{AccountID: principal(c).AccountID, Indicators: []string{name},
+		Mode: userdata.HealthRows, Limit: maxSeriesPoints}
+	var err error
+	if req.Start, err = timeParam(c, "start"); err != nil {
+		return err
+	}
+	if req.End, err = timeParam(c, "end"); err != nil {
+		return err
+	}
+	res, err := userdata.NewData(s.node.Client).QueryHealth(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	resp := &seriesResponse{Indicator: name, Series: []unitSeries{}}
+	byUnit := map[string]int{}
+	for _, r := range res.Rows { // oldest first
+		resp.Indicator = r.Indicator
+		i, ok := byUnit[r.Unit]
+		if !ok {
+			i = len(resp.Series)
+			byUnit[r.Unit] = i
+			resp.Series = append(resp.Series, unitSeries{Unit: r.Unit})
+		}
+		resp.Series[i].Points = append(resp.Series[i].Points, seriesPoint{Time: r.Time, Value: r.Value, Source: r.Source})
+	}
+	slices.SortStableFunc(resp.Series, func(a, b unitSeries) int { return len(b.Points) - len(a.Points) })
+	return c.JSON(http.StatusOK, resp)
+}
+
+// deleteImport answers DELETE /api/data/imports/:id: the rows one import
+// stored that no later import has overwritten.
+func (s *Service) deleteImport(c echo.Context) error {
+	resp, err := userdata.NewData(s.node.Client).DeleteImport(c.Request().Context(),
+		&userdata.ImportDeleteRequest{AccountID: principal(c).AccountID, ImportID: c.Param("id")})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, resp)
 }
 
 // importHealth answers POST /api/data/health: CSV
@@ -33,6 +120,9 @@ func (s *Service) dataRoutes(api *echo.Group) {
 // from ?format=csv|json, else the Content-Type, else the first byte.
 func (s *Service) importHealth(c echo.Context) error {
 	body := bufio.NewReader(s.importBody(c))
+	if err := requireText(body, "health data: CSV (indicator,value,unit,time[,source]) or a JSON array"); err != nil {
+		return err
+	}
 	format := c.QueryParam("format")
 	if format == "" {
 		format = userdata.FormatCSV
@@ -49,7 +139,22 @@ func (s *Service) importHealth(c echo.Context) error {
 // importGenetic answers POST /api/data/genetic: a 23andMe or AncestryDNA
 // raw data file.
 func (s *Service) importGenetic(c echo.Context) error {
-	return s.runImport(c, userdata.KindGenetic, userdata.FormatRaw, s.importBody(c))
+	body := bufio.NewReader(s.importBody(c))
+	if err := requireText(body, "genetic data: a 23andMe or AncestryDNA raw data file (text)"); err != nil {
+		return err
+	}
+	return s.runImport(c, userdata.KindGenetic, userdata.FormatRaw, body)
+}
+
+// requireText refuses an upload that is not text (a PDF, an image, a zip
+// or spreadsheet file) with 415 naming the accepted formats.
+func requireText(body *bufio.Reader, accepted string) error {
+	head, _ := body.Peek(userdata.SniffBytes) // a shorter body is all there is; read errors surface in the import
+	if kind := userdata.NotText(head); kind != "" {
+		return echo.NewHTTPError(http.StatusUnsupportedMediaType,
+			fmt.Sprintf("the upload is %s, not text; accepted is %s", kind, accepted))
+	}
+	return nil
 }
 
 // importBody is the upload, up to DATA_IMPORT_MAX_BYTES. A large upload

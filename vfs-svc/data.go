@@ -23,6 +23,8 @@ func (s *Service) registerData(svc *wire.Service) error {
 		wire.Serve(svc, userdata.HealthDelete, s.deleteHealth),
 		wire.Serve(svc, userdata.GeneticQuery, s.queryGenetic),
 		wire.Serve(svc, userdata.GeneticDelete, s.deleteGenetic),
+		wire.Serve(svc, userdata.Summary, s.summary),
+		wire.Serve(svc, userdata.ImportDelete, s.deleteImport),
 	)
 }
 

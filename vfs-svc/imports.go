@@ -158,23 +158,26 @@ func dropImport(ctx context.Context, tx pgx.Tx, id string) error {
 // Upserts from the staging tables. The last line wins among duplicates
 // within one import (ON CONFLICT cannot touch a row twice), and a row
 // already stored is updated in place, so importing a file twice changes
-// nothing.
+// nothing. Each row names the import that last wrote it, for the import
+// list and per-import delete (data_import_log).
 const (
 	upsertHealth = `WITH src AS (
 			SELECT DISTINCT ON (indicator, time, source) indicator, value, unit, time, source
 			FROM import_health WHERE import_id = $1 ORDER BY indicator, time, source, line DESC),
-		up AS (INSERT INTO health_series (account_id, indicator, value, unit, time, source)
-			SELECT $2, indicator, value, unit, time, source FROM src
-			ON CONFLICT (account_id, indicator, time, source) DO UPDATE SET value = excluded.value, unit = excluded.unit
+		up AS (INSERT INTO health_series (account_id, indicator, value, unit, time, source, import_id)
+			SELECT $2, indicator, value, unit, time, source, $1 FROM src
+			ON CONFLICT (account_id, indicator, time, source) DO UPDATE
+			SET value = excluded.value, unit = excluded.unit, import_id = excluded.import_id
 			RETURNING xmax = 0 AS inserted)
 		SELECT count(*), count(*) FILTER (WHERE inserted) FROM up`
 	upsertGenetic = `WITH src AS (
 			SELECT DISTINCT ON (rsid) rsid, chromosome, position, genotype
 			FROM import_genetic WHERE import_id = $1 ORDER BY rsid, line DESC),
-		up AS (INSERT INTO genetic_variants (account_id, rsid, chromosome, position, genotype)
-			SELECT $2, rsid, chromosome, position, genotype FROM src
+		up AS (INSERT INTO genetic_variants (account_id, rsid, chromosome, position, genotype, import_id)
+			SELECT $2, rsid, chromosome, position, genotype, $1 FROM src
 			ON CONFLICT (account_id, rsid) DO UPDATE
-			SET chromosome = excluded.chromosome, position = excluded.position, genotype = excluded.genotype
+			SET chromosome = excluded.chromosome, position = excluded.position, genotype = excluded.genotype,
+				import_id = excluded.import_id
 			RETURNING xmax = 0 AS inserted)
 		SELECT count(*), count(*) FILTER (WHERE inserted) FROM up`
 )
@@ -204,6 +207,10 @@ func (s *Service) importCommit(ctx context.Context, req *userdata.ImportCommitRe
 			return nil, fmt.Errorf("storing import: %w", err)
 		}
 		res.Committed = true
+		if _, err := tx.Exec(ctx, `INSERT INTO data_import_log (id, account_id, kind, format, written) VALUES ($1, $2, $3, $4, $5)`,
+			req.ImportID, req.AccountID, imp.kind, imp.format, res.Written); err != nil {
+			return nil, fmt.Errorf("logging import: %w", err)
+		}
 	}
 	if err := dropImport(ctx, tx, req.ImportID); err != nil {
 		return nil, err

@@ -37,7 +37,9 @@ Usage:
   mirobody keys list --account ID|EMAIL
   mirobody keys revoke --account ID|EMAIL --key KEY_ID
   mirobody data import --health FILE|--genetic FILE [--account ID|EMAIL] [--partial]
-  mirobody data delete --kind health|genetic [--account ID|EMAIL]
+  mirobody data ls [--account ID|EMAIL]
+  mirobody data series --indicator NAME [--account ID|EMAIL]
+  mirobody data delete --kind health|genetic|--import ID [--account ID|EMAIL]
   mirobody mcp add|ls|rm [--account ID|EMAIL] [--name N --url URL --token-file FILE --header 'K: V' --oauth]
   mirobody chat [--key KEY] [--session ID] [--agent deep|base] [--provider NAME] [--json] "question"
   mirobody nats-creds [--dir DIR] [--output table|compose|users|server-config]

@@ -9,5 +9,6 @@ func Contracts() []wire.Contract {
 		Kinds, DataChanged,
 		ImportBegin, ImportChunk, ImportCommit, ImportAbort,
 		HealthQuery, HealthDelete, GeneticQuery, GeneticDelete,
+		Summary, ImportDelete,
 	}
 }
