@@ -60,7 +60,7 @@ type Service struct {
 	subs     []*nats.Subscription
 
 	mu   sync.Mutex
-	runs map[string]context.CancelCauseFunc
+	runs map[string]runningRun
 	// turns counts each account's running turns (AGENT_MAX_TURNS_PER_ACCOUNT).
 	turns map[string]int
 	// sessionTurns holds, per account/session, a channel closed when the
@@ -76,7 +76,7 @@ type Service struct {
 // New returns a agent-svc that is not started.
 func New(opts Options) *Service {
 	halted, halt := context.WithCancel(context.Background())
-	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc"), runs: map[string]context.CancelCauseFunc{}, turns: map[string]int{},
+	return &Service{opts: opts, log: opts.Log.With("component", "agent-svc"), runs: map[string]runningRun{}, turns: map[string]int{},
 		sessionTurns: map[string]chan struct{}{}, halted: halted, halt: halt}
 }
 
@@ -212,8 +212,8 @@ func (s *Service) Stop(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		s.mu.Lock()
-		for _, cancel := range s.runs {
-			cancel(fmt.Errorf("agent-svc is stopping: %w", context.Canceled))
+		for _, r := range s.runs {
+			r.cancel(fmt.Errorf("agent-svc is stopping: %w", context.Canceled))
 		}
 		s.mu.Unlock()
 		s.halt()

@@ -79,9 +79,17 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 		return nil, wire.Errorf(wire.ResourceExhausted, "this account already has %d turns running, the most one account may run at once (AGENT_MAX_TURNS_PER_ACCOUNT); wait for one to end", n)
 	}
 	s.turns[req.AccountID]++
+	s.mu.Unlock()
+	// Last before the ack: a turn refused above leaves no turn in progress.
+	if err := s.beginTurn(ctx, req, sessionID, kind); err != nil {
+		s.endTurn(req.AccountID)
+		release()
+		return nil, err
+	}
+	s.mu.Lock()
 	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	runCtx, cancelTimeout := context.WithTimeout(runCtx, time.Duration(s.opts.Config.TurnTimeoutS)*time.Second)
-	s.runs[req.RunID] = cancel
+	s.runs[req.RunID] = runningRun{account: req.AccountID, cancel: cancel}
 	s.mu.Unlock()
 	s.wg.Add(1)
 	r := &turnRun{s: s, req: req, sessionID: sessionID, history: history, kind: kind, prompt: prompt, provider: provider,
@@ -95,14 +103,21 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 			cancel(nil)
 			s.mu.Lock()
 			delete(s.runs, req.RunID)
-			if s.turns[req.AccountID]--; s.turns[req.AccountID] <= 0 {
-				delete(s.turns, req.AccountID)
-			}
 			s.mu.Unlock()
+			s.endTurn(req.AccountID)
 		}()
 		r.run(runCtx)
 	}()
 	return &agent.StartResponse{RunID: req.RunID, SessionID: sessionID, Instance: s.node.Service.Micro().Info().ID, HeartbeatMS: hb}, nil
+}
+
+// endTurn frees the account's place a turn took (AGENT_MAX_TURNS_PER_ACCOUNT).
+func (s *Service) endTurn(account string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turns[account]--; s.turns[account] <= 0 {
+		delete(s.turns, account)
+	}
 }
 
 // loadHistory returns the model messages of the caller's session, none
@@ -127,18 +142,43 @@ func (s *Service) loadHistory(ctx context.Context, account, session string) ([]l
 	return history, nil
 }
 
+// beginTurn records the question as the session's turn in progress
+// before the ack, so that the session exists from the run's first event
+// on and any file the run writes belongs to a turn the history shows.
+func (s *Service) beginTurn(ctx context.Context, req *agent.StartRequest, sessionID string, kind agent.Name) error {
+	_, err := s.sessions.Begin(ctx, &sessions.SessionBeginRequest{AccountID: req.AccountID, SessionID: sessionID, RunID: req.RunID,
+		Question: req.Question, Title: req.Question, Agent: string(kind)})
+	switch wire.CodeOf(err) {
+	case "":
+		return nil
+	case wire.Unavailable, wire.DeadlineExceeded, wire.Internal:
+		s.log.WarnContext(ctx, "recording the turn failed", "session_id", sessionID, "err", err)
+		return wire.Errorf(wire.Unavailable, "session storage is unavailable")
+	default:
+		return err // the id is taken, the question is too large...
+	}
+}
+
+// runningRun is a run this replica runs: its account (only the owner may
+// cancel it) and how to stop it.
+type runningRun struct {
+	account string
+	cancel  context.CancelCauseFunc
+}
+
 func (s *Service) onCancel(m *nats.Msg) {
 	ev, err := agent.RunsCancel.Decode(m)
 	if err != nil {
 		return
 	}
 	s.mu.Lock()
-	cancel := s.runs[ev.RunID]
+	r, ok := s.runs[ev.RunID]
 	s.mu.Unlock()
-	if cancel != nil {
-		s.log.Info("cancelling a run", "run_id", ev.RunID, "reason", ev.Reason)
-		cancel(fmt.Errorf("cancelled: %s: %w", ev.Reason, context.Canceled))
+	if !ok || ev.AccountID != "" && ev.AccountID != r.account {
+		return
 	}
+	s.log.Info("cancelling a run", "run_id", ev.RunID, "reason", ev.Reason)
+	r.cancel(fmt.Errorf("cancelled: %s: %w", ev.Reason, context.Canceled))
 }
 
 func (s *Service) onSessionDeleted(m *nats.Msg) {
@@ -234,45 +274,68 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 		Provider: r.provider.provider, Remote: r.provider.remote, Prompt: r.prompt, MCPToken: r.req.MCPToken, Model: r.provider.model, Emit: r.emit, MCPServers: r.req.MCPServers,
 		PromptData: turn.PromptData{Date: today(r.req.Timezone), Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
 	out, err := r.s.agents[r.kind].Run(ctx, t)
-	if err != nil {
-		log.Warn("starting the turn failed", "err", err)
-		code := wire.CodeOf(err)
-		if code == wire.Unavailable || code == wire.DeadlineExceeded {
-			r.emit(agent.Event{Type: agent.EventError, Message: "a service the agent needs is unavailable"})
-			return agent.FinishUnavailable
-		}
-		r.emit(agent.Event{Type: agent.EventError, Message: "the turn could not start"})
-		return agent.FinishError
-	}
-	msgs, err := json.Marshal(out.Messages)
-	if err != nil {
-		log.Error("encoding session messages failed", "err", err)
-		return agent.FinishError
-	}
-	r.mu.Lock()
-	events, _ := json.Marshal(r.transcript)
-	r.mu.Unlock()
-	// The transcript is saved even when the client went away, with a
+	// The session is written even when the run was cancelled, with a
 	// deadline of its own.
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	stop := context.AfterFunc(r.s.halted, cancel)
 	defer stop()
+	if err != nil {
+		log.Warn("starting the turn failed", "err", err)
+		code := wire.CodeOf(err)
+		if code == wire.Unavailable || code == wire.DeadlineExceeded {
+			return r.fail(saveCtx, log, agent.FinishUnavailable, "a service the agent needs is unavailable")
+		}
+		return r.fail(saveCtx, log, agent.FinishError, "the turn could not start")
+	}
+	finish := out.Finish
+	if errors.Is(context.Cause(ctx), context.Canceled) {
+		finish = agent.FinishCancelled
+	}
+	msgs, err := json.Marshal(out.Messages)
+	if err != nil {
+		log.Error("encoding session messages failed", "err", err)
+		return r.fail(saveCtx, log, agent.FinishError, "the conversation could not be encoded")
+	}
+	r.mu.Lock()
+	events, _ := json.Marshal(r.transcript)
+	reason := lastError(r.transcript)
+	r.mu.Unlock()
+	if finish == agent.FinishCancelled && reason == "" {
+		reason = "the run was cancelled"
+	}
 	_, err = r.s.sessions.Save(saveCtx, &sessions.SessionSaveRequest{AccountID: r.req.AccountID, SessionID: r.sessionID, Title: r.req.Question,
-		Agent: string(r.kind), Messages: msgs, Turn: sessions.Turn{Question: r.req.Question, Answer: out.Answer, Finish: out.Finish, Events: events}})
+		Agent: string(r.kind), Messages: msgs, Turn: sessions.Turn{RunID: r.req.RunID, Question: r.req.Question, Answer: out.Answer, Finish: finish, Error: reason, Events: events}})
 	if err != nil {
 		log.Error("saving the session failed", "err", err)
 		msg := "the conversation could not be saved"
 		if wire.IsTooLarge(err) {
 			msg = "the conversation is too large to save (its messages exceed the NATS max payload)"
 		}
-		r.emit(agent.Event{Type: agent.EventError, Message: msg})
-		return agent.FinishError
+		return r.fail(saveCtx, log, agent.FinishError, msg)
 	}
-	if errors.Is(context.Cause(ctx), context.Canceled) && out.Finish != agent.FinishCancelled {
-		return agent.FinishCancelled
+	return finish
+}
+
+// fail tells the client why the turn failed and records it on the turn
+// in progress, so that the history does not show it running forever.
+func (r *turnRun) fail(ctx context.Context, log *slog.Logger, finish, msg string) string {
+	r.emit(agent.Event{Type: agent.EventError, Message: msg})
+	_, err := r.s.sessions.Fail(ctx, &sessions.SessionFailRequest{AccountID: r.req.AccountID, SessionID: r.sessionID, RunID: r.req.RunID, Finish: finish, Error: msg})
+	if err != nil {
+		log.Error("recording the failed turn failed", "err", err)
 	}
-	return out.Finish
+	return finish
+}
+
+// lastError is the message of the transcript's last error event.
+func lastError(transcript []agent.Event) string {
+	for _, ev := range slices.Backward(transcript) {
+		if ev.Type == agent.EventError {
+			return ev.Message
+		}
+	}
+	return ""
 }
 
 // today is the date in the user's time zone (UTC when it is unknown).

@@ -2,60 +2,39 @@ package agentsvc
 
 import (
 	"context"
-	"fmt"
+	"encoding/json"
 	"testing"
 
-	"github.com/mirobody/mirobody-go/agent-svc/scripted"
+	"github.com/nats-io/nats.go"
+
 	"github.com/mirobody/mirobody-go/services/agent"
-	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// One account may run AGENT_MAX_TURNS_PER_ACCOUNT turns at once; one more
-// is refused with resource_exhausted, other accounts are not affected, and
-// an ended turn frees its place.
-func TestTurnsPerAccountLimit(t *testing.T) {
-	release := make(chan struct{})
-	srv := scripted.New(func(*scripted.Received) (scripted.Step, error) {
-		<-release
-		return scripted.Step{Text: "done"}, nil
-	})
-	t.Cleanup(srv.Close)
-	res, err := conf.Load(conf.LoadOptions{LookupEnv: func(string) (string, bool) { return "", false }})
-	if err != nil {
-		t.Fatal(err)
+// TestOnCancelOwner: a cancel naming an account stops only that
+// account's run; one without an account (the gateway's own, when a
+// caller's context ends) stops it whoever owns it.
+func TestOnCancelOwner(t *testing.T) {
+	cases := []struct {
+		name, run, account string
+		stopped            bool
+	}{
+		{"the owner", "r1", "alice", true},
+		{"another account", "r1", "bob", false},
+		{"no account", "r1", "", true},
+		{"an unknown run", "r2", "alice", false},
 	}
-	cfg := res.Config
-	cfg.NATSURL, cfg.MaxTurnsPerAccount = servicetest.NATS(t), 2
-	cfg.ProvidersDeep = map[string]conf.Provider{"s": {Type: "openai", Model: "scripted", BaseURL: srv.OpenAIBaseURL()}}
-	s := New(Options{Config: cfg, Log: servicetest.Logger(t)})
-	if err := s.Start(context.Background()); err != nil {
-		t.Fatal(err)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Options{Log: servicetest.Logger(t)})
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			s.runs["r1"] = runningRun{account: "alice", cancel: cancel}
+			data, _ := json.Marshal(agent.CancelEvent{RunID: tc.run, AccountID: tc.account, Reason: "test"})
+			s.onCancel(&nats.Msg{Subject: agent.RunsCancel.Subject, Data: data})
+			if stopped := ctx.Err() != nil; stopped != tc.stopped {
+				t.Fatalf("stopped %v, want %v", stopped, tc.stopped)
+			}
+		})
 	}
-	t.Cleanup(func() { _ = s.Stop(context.Background()) })
-	n := 0
-	start := func(account string) error {
-		n++
-		_, err := s.start(context.Background(), &agent.StartRequest{RunID: fmt.Sprint("r", n), Inbox: fmt.Sprint("_INBOX.test.", n),
-			AccountID: account, Question: "q", Agent: string(agent.AgentDeep), Provider: "s"})
-		return err
-	}
-	for range 2 {
-		if err := start("a"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := start("a"); !wire.IsCode(err, wire.ResourceExhausted) {
-		t.Fatalf("a third turn of one account: %v, want resource_exhausted", err)
-	}
-	if err := start("b"); err != nil {
-		t.Fatalf("another account's turn: %v", err)
-	}
-	close(release)
-	s.wg.Wait()
-	if err := start("a"); err != nil {
-		t.Fatalf("a turn after the others ended: %v", err)
-	}
-	s.wg.Wait()
 }

@@ -38,7 +38,11 @@ type chatRequest struct {
 // chat answers POST /api/chat with the turn's events as Server-Sent
 // Events, one JSON object per data line. Failures before the run starts
 // are ordinary HTTP errors; later ones are an error event and an end
-// event. A client that disconnects cancels the turn.
+// event. A client that disconnects does not stop the turn: the run goes
+// on, and its result is in the session when the user comes back (POST
+// /api/runs/{id}/cancel stops it). The gateway keeps following the run to
+// its end, so that it can record the turn failed if the agent replica
+// dies.
 func (s *Service) chat(c echo.Context) error {
 	var body chatRequest
 	if err := s.bindJSON(c, &body, "the body must be a JSON object with a question"); err != nil {
@@ -74,18 +78,17 @@ func (s *Service) chat(c echo.Context) error {
 		}
 		ev.Seq = 0
 		data, _ := json.Marshal(ev)
+		// Writes to a client that went away fail; the run goes on.
 		_, _ = fmt.Fprintf(w, "data: %s\n\n", data)
 		w.Flush()
 	}
-	ctx := c.Request().Context()
-	_, err := agent.NewClient(s.node.Client).Run(ctx, req, write)
+	ctx := context.WithoutCancel(c.Request().Context())
+	ack, err := agent.NewClient(s.node.Client).Run(ctx, req, write)
 	switch {
 	case err == nil:
 		return nil
 	case !started:
 		return err
-	case ctx.Err() != nil:
-		return nil // the client is gone; the run was cancelled
 	}
 	s.log.Warn("chat turn failed", "run_id", req.RunID, "err", err)
 	msg := "the turn failed"
@@ -93,9 +96,27 @@ func (s *Service) chat(c echo.Context) error {
 	if wire.IsCode(err, wire.Unavailable) {
 		msg, finish = "the agent stopped responding; the turn was lost", agent.FinishUnavailable
 	}
+	s.recordFailedTurn(ctx, req, ack, finish, msg)
 	write(agent.Event{Type: agent.EventError, Message: msg})
 	write(agent.Event{Type: agent.EventEnd, FinishReason: finish})
 	return nil
+}
+
+// recordFailedTurn marks the turn of a run whose replica went silent
+// failed in the session: the replica can no longer save it, and without
+// this the history would show the turn running forever next to the files
+// it wrote. A turn the run did save is left alone by vfs-svc.
+func (s *Service) recordFailedTurn(ctx context.Context, req *agent.StartRequest, ack *agent.StartResponse, finish, msg string) {
+	if ack == nil || ack.SessionID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := sessions.NewSessions(s.node.Client).Fail(ctx, &sessions.SessionFailRequest{AccountID: req.AccountID, SessionID: ack.SessionID,
+		RunID: req.RunID, Finish: finish, Error: msg})
+	if err != nil {
+		s.log.Error("recording a lost turn in its session failed", "run_id", req.RunID, "session_id", ack.SessionID, "err", err)
+	}
 }
 
 // baseToken gives a Base turn the token its provider presents to /mcp: a

@@ -14,6 +14,7 @@ import (
 
 func (s *Service) chatRoutes(api *echo.Group) {
 	api.POST("/chat", s.chat)
+	api.POST("/runs/:id/cancel", s.cancelRun)
 	api.GET("/sessions", s.listSessions)
 	api.GET("/sessions/:id", s.getSession)
 	api.DELETE("/sessions/:id", s.deleteSession)

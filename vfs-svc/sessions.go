@@ -25,6 +25,8 @@ func (s *Service) registerSessions(svc *wire.Service) error {
 		wire.Serve(svc, sessions.Get, s.getSession),
 		wire.Serve(svc, sessions.Delete, s.deleteSession),
 		wire.Serve(svc, sessions.Rename, s.renameSession),
+		wire.Serve(svc, sessions.Begin, s.beginTurn),
+		wire.Serve(svc, sessions.Fail, s.failTurn),
 	)
 }
 
@@ -87,9 +89,13 @@ func (s *Service) saveSession(ctx context.Context, req *sessions.SessionSaveRequ
 	}
 	var out sessions.Session
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		done, err := s.completeTurn(ctx, tx, req, events, &out)
+		if done || err != nil {
+			return err
+		}
 		// The upsert never moves a session between accounts: a conflicting
 		// row of another account leaves the WHERE false and returns nothing.
-		err := scanSession(tx.QueryRow(ctx, `
+		err = scanSession(tx.QueryRow(ctx, `
 			INSERT INTO sessions (id, account_id, title, agent, messages, turns)
 			VALUES ($1, $2, $3, $4, $5, 1)
 			ON CONFLICT (id) DO UPDATE SET messages = EXCLUDED.messages, turns = sessions.turns + 1,
@@ -102,8 +108,8 @@ func (s *Service) saveSession(ctx context.Context, req *sessions.SessionSaveRequ
 		if err != nil {
 			return fmt.Errorf("upserting session: %w", err)
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO session_turns (session_id, seq, question, answer, finish, events) VALUES ($1, $2, $3, $4, $5, $6)`,
-			req.SessionID, out.Turns, req.Turn.Question, req.Turn.Answer, req.Turn.Finish, []byte(events))
+		_, err = tx.Exec(ctx, `INSERT INTO session_turns (session_id, seq, question, answer, finish, events, run_id, error) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			req.SessionID, out.Turns, req.Turn.Question, req.Turn.Answer, req.Turn.Finish, []byte(events), req.Turn.RunID, req.Turn.Error)
 		if err != nil {
 			return fmt.Errorf("inserting turn: %w", err)
 		}
@@ -220,7 +226,7 @@ func (s *Service) getSession(ctx context.Context, req *sessions.SessionGetReques
 	if err != nil {
 		return nil, fmt.Errorf("reading session: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT seq, question, answer, finish, events, created FROM session_turns WHERE session_id = $1 ORDER BY seq`, req.SessionID)
+	rows, err := s.pool.Query(ctx, `SELECT seq, question, answer, finish, run_id, error, events, created FROM session_turns WHERE session_id = $1 ORDER BY seq`, req.SessionID)
 	if err != nil {
 		return nil, fmt.Errorf("reading turns: %w", err)
 	}
@@ -228,7 +234,7 @@ func (s *Service) getSession(ctx context.Context, req *sessions.SessionGetReques
 	for rows.Next() {
 		var t sessions.Turn
 		var ev []byte
-		if err := rows.Scan(&t.Seq, &t.Question, &t.Answer, &t.Finish, &ev, &t.Created); err != nil {
+		if err := rows.Scan(&t.Seq, &t.Question, &t.Answer, &t.Finish, &t.RunID, &t.Error, &ev, &t.Created); err != nil {
 			return nil, fmt.Errorf("scanning turn: %w", err)
 		}
 		t.Events = ev

@@ -85,8 +85,11 @@ type StartResponse struct {
 
 // CancelEvent cancels a run.
 type CancelEvent struct {
-	RunID  string `json:"run_id"`
-	Reason string `json:"reason,omitempty"`
+	RunID string `json:"run_id"`
+	// AccountID, when set, must own the run: a user cancels only their
+	// own runs (POST /api/runs/{id}/cancel).
+	AccountID string `json:"account_id,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // SessionDeletedEvent says a session is gone.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 )
 
 // switchable lets each subtest install its own responder on one server.
@@ -85,6 +87,13 @@ func TestChatProviderFaults(t *testing.T) {
 				}
 				if d := time.Since(start); d < tc.minTime {
 					t.Fatalf("turn took %v, want Retry-After honoured (>= %v)", d, tc.minTime)
+				}
+				// The session records how the turn ended, and why a failed one failed.
+				code, body := httpGet(t, st.URL+"/api/sessions/"+evs[0].SessionID, st.Key)
+				var got sessions.SessionGetResponse
+				if code != http.StatusOK || json.Unmarshal(body, &got) != nil || len(got.Turns) != 1 || got.Turns[0].Finish != tc.finish ||
+					(tc.finish != agent.FinishStop) != strings.HasPrefix(got.Turns[0].Error, "provider "+provider+": ") {
+					t.Fatalf("the session after the turn: %d %s", code, body)
 				}
 				// The next turn replays a consistent history: the first
 				// question, its complete answer or none, and no partial text.

@@ -2,7 +2,9 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,8 @@ import (
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/svc"
 	"github.com/mirobody/mirobody-go/services/vfs/accounts"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
@@ -153,10 +157,16 @@ func TestChatTwoInstances(t *testing.T) {
 
 // TestChatAgentLostOverSSE: when the replica running a turn disappears,
 // the gateway ends the SSE stream with an error and finish unavailable
-// within the heartbeat window.
+// within the heartbeat window, and records the turn failed in its
+// session: the session exists, shows the lost turn with the reason, and
+// the file the turn wrote before the replica died is there too (issue 16:
+// the session answered 404 while the file was committed).
 func TestChatAgentLostOverSSE(t *testing.T) {
 	asked := make(chan struct{}, 1)
 	srv := scripted.New(func(r *scripted.Received) (scripted.Step, error) {
+		if r.StepsSinceUser() == 0 {
+			return scripted.Step{Calls: []scripted.Call{{Name: "write_file", Args: `{"file_path":"/notes/lost.md","content":"written before the crash"}`}}}, nil
+		}
 		asked <- struct{}{}
 		return scripted.Step{Delay: 2 * time.Second, Text: "never finished"}, nil
 	})
@@ -189,7 +199,7 @@ func TestChatAgentLostOverSSE(t *testing.T) {
 		killedAt <- time.Now()
 		proxy.Kill()
 	}()
-	evs := st.chat(t, map[string]any{"question": "q", "provider": "oa"})
+	evs := st.chat(t, map[string]any{"question": "write then die", "provider": "oa"})
 	killed := <-killedAt
 	if d := time.Since(killed); d > 2*time.Second {
 		t.Fatalf("the stream ended %v after the replica was lost", d)
@@ -197,5 +207,20 @@ func TestChatAgentLostOverSSE(t *testing.T) {
 	errs := ofType(evs, agent.EventError)
 	if finishOf(evs) != agent.FinishUnavailable || len(errs) != 1 || !strings.Contains(errs[0].Message, "stopped responding") {
 		t.Fatalf("events %+v", evs)
+	}
+
+	code, body := httpGet(t, st.URL+"/api/sessions/"+evs[0].SessionID, st.Key)
+	var got sessions.SessionGetResponse
+	if code != http.StatusOK || json.Unmarshal(body, &got) != nil {
+		t.Fatalf("GET /api/sessions/%s: %d %s", evs[0].SessionID, code, body)
+	}
+	if len(got.Turns) != 1 || got.Turns[0].Question != "write then die" || got.Turns[0].Finish != agent.FinishUnavailable ||
+		got.Turns[0].RunID != evs[0].ID || !strings.Contains(got.Turns[0].Error, "stopped responding") {
+		t.Fatalf("the lost turn is recorded as %+v", got.Turns)
+	}
+	f, err := files.NewFS(servicetest.Client(t, natsURL)).Read(ctx, &files.ReadRequest{Scope: files.Scope{AccountID: acct.ID, SessionID: evs[0].SessionID}, Path: "/notes/lost.md"})
+	must(t, err)
+	if !strings.Contains(f.Content, "written before the crash") {
+		t.Fatalf("the lost turn's file holds %q", f.Content)
 	}
 }

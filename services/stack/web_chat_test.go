@@ -155,6 +155,10 @@ func TestWebChat(t *testing.T) {
 			askedOnce.Do(func() { close(asked) })
 			// Held until the page stops the turn (the request is cancelled).
 			return scripted.Step{Text: "This answer never arrives.", Delay: 2 * time.Minute}, nil
+		case q == "stopped at once":
+			// Held too: Stop cancels the run on the server, and a run that
+			// already answered would (rightly) keep its answer.
+			return scripted.Step{Text: "This answer never arrives either.", Delay: 2 * time.Minute}, nil
 		case q == "after stop":
 			mu.Lock()
 			for _, m := range r.Messages {

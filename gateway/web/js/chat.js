@@ -9,7 +9,9 @@ import { Turn, userMessage } from "./turn.js";
 const PAGE = 20;
 
 let sessionID = ""; // the open session, "" for a new chat
-let running = null; // the AbortController of the turn streaming now
+// running is the turn streaming now: {ctrl, runID, stopping}. Aborting
+// ctrl only stops reading; the run goes on server-side (stopRun stops it).
+let running = null;
 let cursor = "";
 
 function transcript() {
@@ -152,9 +154,9 @@ async function deleteSession(id) {
   if (id === sessionID) newChat();
 }
 
-/** newChat stops a running turn and starts over with no session. */
+/** newChat leaves a running turn to finish on the server and starts over with no session. */
 function newChat() {
-  if (running) running.abort();
+  if (running) running.ctrl.abort();
   sessionID = "";
   resetTranscript();
   markCurrent();
@@ -164,7 +166,7 @@ function newChat() {
 
 /** openSession shows a stored session's transcript. */
 async function openSession(id) {
-  if (running) running.abort();
+  if (running) running.ctrl.abort();
   sessionID = id;
   markCurrent();
   resetTranscript();
@@ -203,7 +205,8 @@ async function send(question) {
   t.append(view.el);
   scrollDown(true);
   const ctrl = new AbortController();
-  running = ctrl;
+  const run = { ctrl, runID: "", stopping: false };
+  running = run;
   setBusy(true);
   // A new chat names its session before the first request: a turn
   // stopped before its first event then still leaves the page in the
@@ -220,6 +223,10 @@ async function send(question) {
     const resp = await request("/api/chat", { method: "POST", body, signal: ctrl.signal });
     for await (const ev of events(resp.body)) {
       view.apply(ev);
+      if (ev.type === "start" && ev.id) {
+        run.runID = ev.id;
+        if (run.stopping) cancelRun(run); // Stop was pressed before the run had an id
+      }
       if (ev.type === "start" && ev.session_id && ev.session_id !== sessionID) {
         sessionID = ev.session_id;
         // The address names the session without reopening it.
@@ -233,10 +240,26 @@ async function send(question) {
     else view.apply({ type: "error", message: err.message });
   } finally {
     if (!view.finished) view.finish("error");
-    if (running === ctrl) running = null;
+    if (running === run) running = null;
     setBusy(false);
     scrollDown(false);
     loadSessions();
+  }
+}
+
+/** stopRun stops the running turn: the run ends cancelled, and its stream says so. */
+function stopRun() {
+  if (!running || running.stopping) return;
+  running.stopping = true;
+  if (running.runID) cancelRun(running);
+}
+
+/** cancelRun asks the server to stop a run; if it cannot, the page stops reading. */
+async function cancelRun(run) {
+  try {
+    await api(`/api/runs/${encodeURIComponent(run.runID)}/cancel`, { method: "POST" });
+  } catch {
+    run.ctrl.abort();
   }
 }
 
@@ -257,7 +280,7 @@ export function init() {
       $("composer").requestSubmit();
     }
   });
-  $("composer-stop").addEventListener("click", () => running?.abort());
+  $("composer-stop").addEventListener("click", stopRun);
   $("new-chat").addEventListener("click", () => {
     setDrawer(false);
     newChat();

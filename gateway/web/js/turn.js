@@ -12,6 +12,7 @@ const FINISH_NOTE = {
   unavailable: "The agent stopped responding; the turn was lost.",
   empty: "The model returned nothing.",
   cancelled: "Stopped.",
+  running: "Still running; reopen the session later for its answer.",
 };
 
 function preview(args) {

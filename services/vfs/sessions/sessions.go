@@ -22,7 +22,18 @@ var (
 	Get    = wire.Endpoint[SessionGetRequest, SessionGetResponse]{Subject: "vfs.sessions.get", Idempotent: true}
 	Delete = wire.Endpoint[SessionDeleteRequest, SessionDeleteResponse]{Subject: "vfs.sessions.delete"}
 	Rename = wire.Endpoint[SessionRenameRequest, Session]{Subject: "vfs.sessions.rename"}
+	// Begin records a run's question as a turn in progress, creating the
+	// session if needed, before the run's first model or tool step.
+	Begin = wire.Endpoint[SessionBeginRequest, Session]{Subject: "vfs.sessions.begin"}
+	// Fail records that a turn in progress ended without its run saving
+	// it: whoever noticed (the gateway, when the agent replica died)
+	// calls it.
+	Fail = wire.Endpoint[SessionFailRequest, SessionFailResponse]{Subject: "vfs.sessions.fail"}
 )
+
+// FinishRunning is the finish reason of a turn whose run has not ended:
+// Begin records it, and Save or Fail replaces it.
+const FinishRunning = "running"
 
 // sessionIDPattern keeps session ids safe in paths, subjects and logs.
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
@@ -53,11 +64,18 @@ type Session struct {
 
 // Turn is one question and its display transcript.
 type Turn struct {
-	Seq      int       `json:"seq"`
-	Question string    `json:"question"`
-	Answer   string    `json:"answer"`
-	Finish   string    `json:"finish_reason"`
-	Created  time.Time `json:"created"`
+	Seq      int    `json:"seq"`
+	Question string `json:"question"`
+	Answer   string `json:"answer"`
+	// Finish is the run's finish reason (agent.Finish*), FinishRunning
+	// while it runs.
+	Finish string `json:"finish_reason"`
+	// RunID is the run that answers the turn; a Save naming the run of a
+	// turn Begin recorded completes that turn instead of adding one.
+	RunID string `json:"run_id,omitempty"`
+	// Error says why a turn that did not finish with stop failed.
+	Error   string    `json:"error,omitempty"`
+	Created time.Time `json:"created"`
 	// Events is the display transcript: the turn's events in order,
 	// without heartbeats and with text deltas merged.
 	Events json.RawMessage `json:"events,omitempty"`
@@ -79,7 +97,8 @@ type SessionLoadResponse struct {
 }
 
 // SessionSaveRequest records a finished turn in one transaction: the new
-// model messages replace the old ones, and the turn is appended. A session
+// model messages replace the old ones, and the turn is appended (or, when
+// Turn.RunID names a turn Begin recorded, that turn is completed). A session
 // that does not exist is created for the account; one that belongs to
 // another account is already_exists (the id is taken).
 type SessionSaveRequest struct {
@@ -89,6 +108,36 @@ type SessionSaveRequest struct {
 	Agent     string          `json:"agent,omitempty"`
 	Messages  json.RawMessage `json:"messages"`
 	Turn      Turn            `json:"turn"`
+}
+
+// SessionBeginRequest records a run's question as a turn in progress
+// (finish FinishRunning). A session that does not exist is created for the
+// account with no messages; one of another account is already_exists.
+// Beginning the same run twice records one turn.
+type SessionBeginRequest struct {
+	AccountID string `json:"account_id"`
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id"`
+	Question  string `json:"question"`
+	Title     string `json:"title,omitempty"`
+	Agent     string `json:"agent,omitempty"`
+}
+
+// SessionFailRequest marks the turn of a run failed when it is still in
+// progress; a turn its run already saved is left alone.
+type SessionFailRequest struct {
+	AccountID string `json:"account_id"`
+	SessionID string `json:"session_id"`
+	RunID     string `json:"run_id"`
+	// Finish is the finish reason recorded (agent.Finish*, not running).
+	Finish string `json:"finish_reason"`
+	// Error says why the turn failed.
+	Error string `json:"error"`
+}
+
+// SessionFailResponse says whether a turn in progress was marked.
+type SessionFailResponse struct {
+	Marked bool `json:"marked"`
 }
 
 // SessionListRequest pages through an account's sessions, newest first.
@@ -155,6 +204,16 @@ func (s *Sessions) Load(ctx context.Context, req *SessionLoadRequest) (*SessionL
 // Save records a finished turn.
 func (s *Sessions) Save(ctx context.Context, req *SessionSaveRequest) (*Session, error) {
 	return Save.Call(ctx, s.c, req)
+}
+
+// Begin records a run's question as a turn in progress.
+func (s *Sessions) Begin(ctx context.Context, req *SessionBeginRequest) (*Session, error) {
+	return Begin.Call(ctx, s.c, req)
+}
+
+// Fail marks a run's turn in progress failed.
+func (s *Sessions) Fail(ctx context.Context, req *SessionFailRequest) (*SessionFailResponse, error) {
+	return Fail.Call(ctx, s.c, req)
 }
 
 // List pages through sessions.
