@@ -175,3 +175,69 @@ func checkTurnServers(servers []agent.ServerSpec) error {
 	}
 	return nil
 }
+
+// modelRoutes adds the model picker's lists, from agent-svc (which alone
+// knows the providers; keys never leave it).
+func (s *Service) modelRoutes(api *echo.Group) {
+	api.GET("/agents", s.listAgents)
+	api.GET("/providers", s.listProviders)
+}
+
+// listAgents answers GET /api/agents: every agent with its providers,
+// the default ones marked.
+func (s *Service) listAgents(c echo.Context) error {
+	resp, err := agent.ProvidersList.Call(c.Request().Context(), s.node.Client, &agent.ProvidersRequest{})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// providersView is the answer of GET /api/providers.
+type providersView struct {
+	Agent     agent.Name           `json:"agent"`
+	Providers []agent.ProviderInfo `json:"providers"`
+}
+
+// listProviders answers GET /api/providers[?agent=]: the providers of one
+// agent (the default agent when none is named), as a chat turn's provider
+// and model may name them.
+func (s *Service) listProviders(c echo.Context) error {
+	name, err := agent.Normalize(c.QueryParam("agent"), s.opts.Config.DefaultAgent)
+	if err != nil {
+		return err
+	}
+	resp, err := agent.ProvidersList.Call(c.Request().Context(), s.node.Client, &agent.ProvidersRequest{})
+	if err != nil {
+		return err
+	}
+	for _, a := range resp.Agents {
+		if a.Name == name {
+			return c.JSON(http.StatusOK, providersView{Agent: a.Name, Providers: a.Providers})
+		}
+	}
+	return wire.Errorf(wire.NotFound, "agent-svc lists no agent %q", name)
+}
+
+// cancelRunResponse is the body of a POST /api/runs/{id}/cancel answer.
+type cancelRunResponse struct {
+	RunID string `json:"run_id"`
+}
+
+// cancelRun answers POST /api/runs/{id}/cancel: the replica running the
+// caller's run stops it, and the run saves its turn with finish cancelled
+// (its stream, if anyone still reads it, ends the same way). The run id is
+// the id of the chat stream's start event. Cancellation is announced to
+// every agent replica, so the answer is 202 whether or not the run is
+// still going; a run of another account is not touched.
+func (s *Service) cancelRun(c echo.Context) error {
+	id := c.Param("id")
+	if _, err := uuid.Parse(id); err != nil {
+		return wire.Errorf(wire.InvalidArgument, "run id %q is not a UUID", id)
+	}
+	err := agent.NewClient(s.node.Client).Cancel(c.Request().Context(), &agent.CancelEvent{RunID: id, AccountID: principal(c).AccountID, Reason: "the user stopped the run"})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, cancelRunResponse{RunID: id})
+}

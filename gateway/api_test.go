@@ -2,13 +2,21 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"io/fs"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mirobody/mirobody-go/gateway/internal/httpobs"
+	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -228,5 +236,145 @@ func TestAPIErrorsHideInternals(t *testing.T) {
 	resp, body = send(t, http.MethodGet, url, "", "Authorization", "Bearer "+keyGood)
 	if resp.StatusCode != http.StatusInternalServerError || strings.Contains(string(body), "registry.tools.call") || !strings.Contains(string(body), `"internal error"`) {
 		t.Errorf("internal: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestHTTPMetrics: requests are counted by route template (never the raw
+// path), method and status class.
+func TestHTTPMetrics(t *testing.T) {
+	f := startFakes(t)
+	reg := prometheus.NewRegistry()
+	s := New(Options{Config: testConfig(t, f.url), Log: servicetest.Logger(t), Metrics: reg})
+	must(t, s.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Stop(ctx)
+	})
+	base := "http://" + s.Addr()
+	tests := []struct {
+		method, path, body string
+		hdr                []string
+		route              string
+	}{
+		{http.MethodGet, "/.well-known/oauth-protected-resource", "", nil, "/.well-known/oauth-protected-resource"},
+		{http.MethodGet, "/api/sessions/s-123", "", []string{"Authorization", "Bearer " + keyGood}, "/api/sessions/:id"},
+		{http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+			[]string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}, "/mcp"},
+		{http.MethodGet, "/no/such/path", "", nil, httpobs.UnmatchedRoute},
+	}
+	for _, tt := range tests {
+		resp, _ := send(t, tt.method, base+tt.path, tt.body, tt.hdr...)
+		status := strconv.Itoa(resp.StatusCode/100) + "xx"
+		labels := map[string]string{"route": tt.route, "method": tt.method, "status": status}
+		// The count is taken once the handler returns, which may be just
+		// after the client has read the whole answer.
+		servicetest.Eventually(t, 5*time.Second, func() bool {
+			return counter(t, reg, "mirobody_http_requests_total", labels) == 1
+		}, tt.method+" "+tt.path+" counted once as "+tt.route)
+	}
+	if got := counter(t, reg, "mirobody_http_requests_total", map[string]string{"route": "/api/sessions/s-123"}); got != 0 {
+		t.Error("a raw path became a route label")
+	}
+}
+
+// counter sums the counters name whose labels include labels.
+func counter(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	must(t, err)
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue metrics
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
+}
+
+// TestTraceIDInResponses: every response names its trace (traceparent and
+// X-Request-Id, continuing the caller's trace when it sent one), error
+// bodies of /api and /mcp quote it, and the NATS requests made for the
+// request carry it as their request id.
+func TestTraceIDInResponses(t *testing.T) {
+	f := startFakes(t)
+	base := "http://" + startService(t, testConfig(t, f.url)).Addr()
+	const callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	mcpHdr := []string{"Content-Type", "application/json", "Accept", "application/json, text/event-stream"}
+	tests := []struct {
+		name, method, path, body string
+		hdr                      []string
+		wantTrace                string // "" means any fresh trace id
+		bodyID                   func(b []byte) string
+	}{
+		{name: "ok", method: http.MethodGet, path: "/.well-known/oauth-protected-resource"},
+		{name: "caller's trace", method: http.MethodGet, path: "/.well-known/oauth-protected-resource",
+			hdr: []string{"traceparent", "00-" + callerTrace + "-00f067aa0ba902b7-01"}, wantTrace: callerTrace},
+		{name: "api error", method: http.MethodGet, path: "/api/me", bodyID: func(b []byte) string {
+			var e apiError
+			_ = json.Unmarshal(b, &e)
+			return e.RequestID
+		}},
+		{name: "json-rpc error", method: http.MethodPost, path: "/mcp", body: `{"jsonrpc":"2.0","id":1,"method":"nope/nope"}`, hdr: mcpHdr,
+			bodyID: func(b []byte) string {
+				var e struct {
+					Error struct {
+						Data struct {
+							RequestID string `json:"requestId"`
+						} `json:"data"`
+					} `json:"error"`
+				}
+				_ = json.Unmarshal(b, &e)
+				return e.Error.Data.RequestID
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := send(t, tt.method, base+tt.path, tt.body, tt.hdr...)
+			id := resp.Header.Get(httpobs.HeaderRequestID)
+			tp := resp.Header.Get("traceparent")
+			if len(id) != 32 || !strings.HasPrefix(tp, "00-"+id+"-") {
+				t.Fatalf("X-Request-Id %q, traceparent %q: want a trace id and the traceparent naming it", id, tp)
+			}
+			if tt.wantTrace != "" && id != tt.wantTrace {
+				t.Errorf("trace id %s, want the caller's %s", id, tt.wantTrace)
+			}
+			if tt.bodyID != nil {
+				if got := tt.bodyID(body); got != id {
+					t.Errorf("error body %s quotes %q, want %s", body, got, id)
+				}
+			}
+		})
+	}
+
+	seen := make(chan string, 4)
+	sub, err := f.nc.Subscribe(registry.ToolsCall.Subject, func(m *nats.Msg) { seen <- m.Header.Get(wire.HeaderRequestID) })
+	must(t, err)
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	must(t, f.nc.Flush())
+	resp, body := post(t, base+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, mcpHdr...)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("tools/call = %d %s", resp.StatusCode, body)
+	}
+	select {
+	case rid := <-seen:
+		if want := resp.Header.Get(httpobs.HeaderRequestID); rid != want {
+			t.Errorf("NATS request id %q, want the trace id %s", rid, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no registry call seen")
 	}
 }

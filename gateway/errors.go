@@ -11,6 +11,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mirobody/mirobody-go/services/wire"
+
+	"github.com/mirobody/mirobody-go/gateway/internal/httpobs"
 )
 
 // mapping is how one wire code shows up on each of the gateway's protocols.
@@ -107,7 +109,7 @@ func (s *Service) writeAPIError(w http.ResponseWriter, r *http.Request, route st
 			w.Header().Set("Retry-After", retryAfterUnavailable)
 		}
 	}
-	body.RequestID = traceID(r)
+	body.RequestID = httpobs.TraceID(r)
 	w.Header().Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)

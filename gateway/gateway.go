@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mirobody/mirobody-go/gateway/internal/authn"
+	"github.com/mirobody/mirobody-go/gateway/internal/httpobs"
 	"github.com/mirobody/mirobody-go/gateway/internal/mcpserver"
 	"github.com/mirobody/mirobody-go/gateway/internal/oauth"
 	"github.com/mirobody/mirobody-go/services/conf"
@@ -62,7 +63,7 @@ type Service struct {
 	// flows seals the cookies that bind external servers' OAuth flows to
 	// a browser.
 	flows   *seal.Box
-	metrics *httpMetrics // nil: not measured
+	metrics *httpobs.Metrics // nil: not measured
 	srv     *http.Server
 	ln      net.Listener
 }
@@ -93,7 +94,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.node = n
 	if s.opts.Metrics != nil {
-		if s.metrics, err = newHTTPMetrics(s.opts.Metrics); err != nil {
+		if s.metrics, err = httpobs.NewMetrics(s.opts.Metrics); err != nil {
 			_ = n.Stop(ctx)
 			return err
 		}
@@ -112,7 +113,7 @@ func (s *Service) Start(ctx context.Context) error {
 		LocalOnly: authn.LoopbackURL(cfg.MCPPublicURL)})
 	// Every request gets a server span (continuing the caller's traceparent),
 	// and the NATS calls made under its context carry it on.
-	handler := otelhttp.NewHandler(traceIDs(s.metrics.wrap(s.routes())), "gateway",
+	handler := otelhttp.NewHandler(httpobs.TraceIDs(s.metrics.Wrap(s.routes())), "gateway",
 		otelhttp.WithTracerProvider(n.Tracer), otelhttp.WithPropagators(propagation.TraceContext{}),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 	// ReadTimeout bounds reading the request: net/http lifts it once the
@@ -167,7 +168,7 @@ func (s *Service) routes() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.httpError
-	e.Use(echoRoute)
+	e.Use(httpobs.EchoRoute)
 	e.GET("/.well-known/oauth-protected-resource", s.protectedResourceMetadata)
 	e.GET("/.well-known/oauth-protected-resource/mcp", s.protectedResourceMetadata)
 	api := e.Group("/api", s.requireAPI)
@@ -184,7 +185,7 @@ func (s *Service) routes() http.Handler {
 	// would redirect requests echo answers itself.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/mcp" {
-			setRoute(r.Context(), "/mcp")
+			httpobs.SetRoute(r.Context(), "/mcp")
 			mcp.ServeHTTP(w, r)
 			return
 		}

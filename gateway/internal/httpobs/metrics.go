@@ -1,4 +1,6 @@
-package gateway
+// Package httpobs is the gateway's HTTP observability: per-route request
+// metrics and the trace id every response carries.
+package httpobs
 
 import (
 	"context"
@@ -13,19 +15,19 @@ import (
 	"github.com/mirobody/mirobody-go/services/telemetry"
 )
 
-// httpMetrics counts and times HTTP requests by route template (echo's
+// Metrics counts and times HTTP requests by route template (echo's
 // "/api/sessions/:id", never the raw path), method and status class, so the
 // label values stay a small fixed set whatever clients send (design.md).
-type httpMetrics struct {
+type Metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 }
 
-// unmatchedRoute labels requests that reached no route: unknown paths, and
+// UnmatchedRoute labels requests that reached no route: unknown paths, and
 // requests refused before routing (an invalid token, the per-IP budget).
-const unmatchedRoute = "unmatched"
+const UnmatchedRoute = "unmatched"
 
-func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	requests, err := telemetry.RegisterOnce(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mirobody_http_requests_total",
 		Help: "HTTP requests served by the gateway, by route template, method and status class.",
@@ -41,7 +43,7 @@ func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering the HTTP metrics: %w", err)
 	}
-	return &httpMetrics{requests: requests, duration: duration}, nil
+	return &Metrics{requests: requests, duration: duration}, nil
 }
 
 // routeKey is the context key of a request's *routeHolder.
@@ -50,24 +52,24 @@ type routeKey struct{}
 // routeHolder receives the route template once a router has matched it.
 type routeHolder struct{ route string }
 
-// setRoute records the matched route of the request ctx belongs to.
-func setRoute(ctx context.Context, route string) {
+// SetRoute records the matched route of the request ctx belongs to.
+func SetRoute(ctx context.Context, route string) {
 	if h, ok := ctx.Value(routeKey{}).(*routeHolder); ok {
 		h.route = route
 	}
 }
 
-// echoRoute is echo middleware (after routing) that tells the metrics the
+// EchoRoute is echo middleware (after routing) that tells the metrics the
 // route template.
-func echoRoute(next echo.HandlerFunc) echo.HandlerFunc {
+func EchoRoute(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		setRoute(c.Request().Context(), c.Path())
+		SetRoute(c.Request().Context(), c.Path())
 		return next(c)
 	}
 }
 
 // wrap measures every request next serves.
-func (m *httpMetrics) wrap(next http.Handler) http.Handler {
+func (m *Metrics) Wrap(next http.Handler) http.Handler {
 	if m == nil {
 		return next
 	}
@@ -78,7 +80,7 @@ func (m *httpMetrics) wrap(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), routeKey{}, h)))
 		route := h.route
 		if route == "" {
-			route = unmatchedRoute
+			route = UnmatchedRoute
 		}
 		method := methodLabel(r.Method)
 		m.requests.WithLabelValues(route, method, statusClass(sw.status)).Inc()
