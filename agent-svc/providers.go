@@ -44,7 +44,7 @@ var defaultProviders = map[agent.Name]map[string]conf.Provider{
 	},
 }
 
-// providerSet resolves a turn's provider for one agent (SPEC §9).
+// providerSet resolves a turn's provider for one agent (agent-svc/design.md "Chat turns").
 type providerSet struct {
 	// agent is deep or base: what the providers are built for.
 	agent   agent.Name
@@ -84,7 +84,7 @@ func (ps *providerSet) add(name string, p conf.Provider) {
 	ps.entries[name] = p
 }
 
-// check reports at start-up what would fail at turn time (SPEC §9): a
+// check reports at start-up what would fail at turn time (agent-svc/design.md "Chat turns"): a
 // PROVIDER override that is unknown or lacks its key is an error naming
 // it, and every other entry whose key is not set is a warning (a debug
 // line when PROVIDER is set). PROVIDER

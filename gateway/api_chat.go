@@ -18,7 +18,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// chatRequest is the body of POST /api/chat (SPEC §9). Unknown fields are
+// chatRequest is the body of POST /api/chat (agent-svc/design.md "Chat turns"). Unknown fields are
 // ignored; message is upstream's name for question.
 type chatRequest struct {
 	Question  string `json:"question"`
@@ -31,7 +31,8 @@ type chatRequest struct {
 	Timezone  string `json:"timezone"`
 	// PromptName picks a PROMPTS_{NAME} template (upstream's field).
 	PromptName string `json:"prompt_name"`
-	// MCPServers are external MCP servers for this turn only (SPEC §7).
+	// MCPServers are external MCP servers for this turn only
+	// (registry-svc/design.md "External MCP servers").
 	MCPServers []agent.ServerSpec `json:"mcp_servers"`
 }
 

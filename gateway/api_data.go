@@ -22,7 +22,7 @@ import (
 // chunk round trips.
 const importTimeout = 10 * time.Minute
 
-// dataRoutes adds the user data endpoints (SPEC §11) to the /api group.
+// dataRoutes adds the user data endpoints (vfs-svc/design.md "User data") to the /api group.
 func (s *Service) dataRoutes(api *echo.Group) {
 	api.POST("/data/health", s.importHealth)
 	api.POST("/data/genetic", s.importGenetic)

@@ -22,12 +22,12 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// mcpServerRoutes adds /api/mcp-servers (SPEC §7): the caller's external
-// MCP servers. registry-svc validates them and vfs-svc stores them; no
-// answer carries a secret. The OAuth callback and start link have no
-// bearer auth: the user's browser arrives there from the server's
-// authorization server (or the CLI's output), and the flow cookie set
-// when the flow started binds it to the account and flow (flowBox, below).
+// mcpServerRoutes adds /api/mcp-servers (registry-svc/design.md "External MCP
+// servers"): the caller's external MCP servers. registry-svc validates them and
+// vfs-svc stores them; no answer carries a secret. The OAuth callback and start
+// link have no bearer auth: the user's browser arrives there from the server's
+// authorization server (or the CLI's output), and the flow cookie set when the
+// flow started binds it to the account and flow (flowBox, below).
 func (s *Service) mcpServerRoutes(e *echo.Echo, api *echo.Group) {
 	e.GET(registry.OAuthCallbackPath, s.mcpServerOAuthCallback, s.limitIP)
 	e.GET(registry.OAuthStartPath, s.mcpServerOAuthStart, s.limitIP)

@@ -22,7 +22,8 @@ type mapping struct {
 }
 
 // codeTable is the one table mapping wire codes to HTTP and JSON-RPC
-// (SPEC §0). MCP tool-level failures are results with isError, not errors.
+// (services/wire/design.md "Error codes"). MCP tool-level failures are results
+// with isError, not errors.
 var codeTable = map[wire.Code]mapping{
 	wire.InvalidArgument:    {http.StatusBadRequest, -32602},
 	wire.NotFound:           {http.StatusNotFound, -32602},

@@ -23,7 +23,7 @@ const (
 )
 
 // TestTransportStatusCodes covers every status code, header and JSON-RPC
-// error of SPEC §5.1 and §5.4.
+// error of gateway/design.md "Eras and versions" and "Auth on /mcp".
 func TestTransportStatusCodes(t *testing.T) {
 	f := startFakes(t)
 	url := startGateway(t, testConfig(t, f.url))
@@ -90,7 +90,7 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "unknown tool on 2025-11-25", body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"nope"}}`, hdr: []string{headerProtocolVersion, "2025-11-25"}, status: 200, code: -32602},
 		{name: "unknown cursor", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"cursor":"x"}}`, status: 200, code: -32602},
 
-		// Auth (SPEC §5.3, §5.4).
+		// Auth (gateway/design.md "Auth on /mcp").
 		{name: "anonymous list", body: listBody, status: 200, resultHas: `"echo"`},
 		{name: "anonymous call of a user tool is 401", body: whoami, status: 401, wantHeader: [2]string{"WWW-Authenticate", challenge}},
 		{name: "invalid token is 401", body: listBody, hdr: []string{"Authorization", "Bearer mb_nope"}, status: 401, wantHeader: [2]string{"WWW-Authenticate", challenge}},

@@ -21,7 +21,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/registry"
 )
 
-// TestOAuthAgentToken checks the token issuer of CONTRACTS "Tokens": an
+// TestOAuthAgentToken checks the token issuer of gateway/design.md "Tokens": an
 // agent token works on /mcp with the BASE profile, is an RFC 9068 JWT that
 // the JWKS verifies, and every kind of bad token gets the same 401.
 func TestOAuthAgentToken(t *testing.T) {
@@ -44,7 +44,7 @@ func TestOAuthAgentToken(t *testing.T) {
 		t.Errorf("caller = %+v, want agent base for %s", last.Caller, acct)
 	}
 
-	// The token is what CONTRACTS "Tokens" promises, and the JWKS verifies it.
+	// The token is what gateway/design.md "Tokens" promises, and the JWKS verifies it.
 	resp, b = send(t, http.MethodGet, strings.TrimSuffix(url, "/mcp")+"/.well-known/jwks.json", "")
 	if resp.StatusCode != 200 {
 		t.Fatalf("jwks: %d %s", resp.StatusCode, b)
@@ -84,7 +84,7 @@ func TestOAuthAgentToken(t *testing.T) {
 		t.Error("no jti")
 	}
 
-	// Bad tokens: all the same 401 with the SPEC §5.4 challenge.
+	// Bad tokens: all the same 401 with the challenge of gateway/design.md "Auth on /mcp".
 	bad := map[string]string{}
 	wrongAud, err := s.oauth.Tokens().Mint(ctx, oauth.AccessClaims{RegisteredClaims: jwt.RegisteredClaims{Subject: acct, Audience: jwt.ClaimStrings{"https://other.example/mcp"}}, Scope: "mcp"}, time.Minute)
 	must(t, err)

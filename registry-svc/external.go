@@ -35,9 +35,9 @@ const (
 )
 
 // external connects registry-svc to the accounts' external MCP servers
-// (SPEC §7): their configuration comes from vfs-svc, cached per account
-// until events.registry.changed.<account>; the sessions are cached per
-// (account, server).
+// (registry-svc/design.md "External MCP servers"): their configuration comes
+// from vfs-svc, cached per account until events.registry.changed.<account>; the
+// sessions are cached per (account, server).
 type external struct {
 	log       *slog.Logger
 	guard     *ssrf.Guard

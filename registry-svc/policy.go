@@ -19,14 +19,15 @@ type decision int
 const (
 	// visible: listed and callable.
 	visible decision = iota
-	// hidden: neither listed nor callable (§8 visibility); a call is not_found.
+	// hidden: neither listed nor callable (registry-svc/design.md "Tool
+	// visibility"); a call is not_found.
 	hidden
-	// noData: not listed for this account (§3.1); a call returns a result
-	// explaining that no data exists.
+	// noData: not listed for this account (registry-svc/design.md "Data
+	// gating"); a call returns a result explaining that no data exists.
 	noData
 )
 
-// Visibility holds the per-agent allow and deny lists (SPEC §8).
+// Visibility holds the per-agent allow and deny lists (registry-svc/design.md "Tool visibility").
 type Visibility struct {
 	Allowed    map[agent.Name][]string // agent -> whitelist
 	Disallowed map[agent.Name][]string // agent -> blacklist
@@ -98,7 +99,7 @@ func newKindsCache(data *userdata.Data, log *slog.Logger) *kindsCache {
 }
 
 // get returns the account's data kinds, or nil when they cannot be known
-// (the caller then lists gated tools, as §3.1 asks).
+// (the caller then lists gated tools, as registry-svc/design.md "Data gating" says).
 func (k *kindsCache) get(ctx context.Context, account string) map[string]bool {
 	k.mu.Lock()
 	set, ok := k.byAcct[account]

@@ -49,9 +49,10 @@ type snapshot struct {
 }
 
 // buildSnapshot merges the built-ins and the discovered Python tools in
-// MCP_TOOL_DIRS order: the first folder wins a name, and every loser is
-// logged with both locations (SPEC §2.1 rule 7). pyDirs are the absolute
-// Python folders in the order given to the host.
+// MCP_TOOL_DIRS order: the first folder wins a name, and every loser is logged
+// with both locations (registry-svc/design.md "Tool discovery", name
+// collisions). pyDirs are the absolute Python folders in the order given to the
+// host.
 func buildSnapshot(dirs []string, builtins []*builtin.Tool, pyTools []pyhost.ToolInfo, pool *pyhost.Pool, log *slog.Logger) *snapshot {
 	s := &snapshot{byName: map[string]*entry{}, pool: pool}
 	add := func(e *entry) {

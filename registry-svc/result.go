@@ -17,7 +17,7 @@ func textResult(text string, isError bool) *registry.CallResponse {
 }
 
 // builtinResult maps a built-in's return values exactly as the Python host
-// maps a Python tool's (SPEC §2.3); see package builtin.
+// maps a Python tool's (registry-svc/design.md "Calling"); see package builtin.
 func builtinResult(tool string, v any, err error) (*registry.CallResponse, error) {
 	if err != nil {
 		var werr *wire.Error

@@ -14,7 +14,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// validator checks a tool's arguments against its input schema (SPEC §2.3).
+// validator checks a tool's arguments against its input schema (registry-svc/design.md "Calling").
 type validator struct {
 	schema *jsonschema.Schema
 	// accepted are the property names, sorted; closed is true unless the

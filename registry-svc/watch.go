@@ -11,7 +11,7 @@ import (
 )
 
 // watcher calls reload once a burst of changes to the tool folders'
-// Python files has settled (SPEC §2.3 hot reload).
+// Python files has settled (registry-svc/design.md "Hot reload").
 type watcher struct {
 	w    *fsnotify.Watcher
 	done chan struct{}

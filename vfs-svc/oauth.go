@@ -15,9 +15,10 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// The OAuth state of SPEC §6. The gateway runs the protocol; these
-// handlers keep codes single-use and refresh families consistent under
-// concurrent replicas, which only the database can do.
+// The OAuth state of gateway/design.md "OAuth authorization server". The
+// gateway runs the protocol; these handlers keep codes single-use and refresh
+// families consistent under concurrent replicas, which only the database can
+// do.
 
 func (s *Service) registerOAuth(svc *wire.Service) error {
 	return errors.Join(

@@ -12,7 +12,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// maxPathBytes bounds a path after normalisation (SPEC §10).
+// maxPathBytes bounds a path after normalisation (vfs-svc/design.md "Virtual filesystem").
 const maxPathBytes = 1024
 
 // maxSessionBytes bounds a session id.

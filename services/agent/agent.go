@@ -98,7 +98,7 @@ type SessionDeletedEvent struct {
 	SessionID string `json:"session_id"`
 }
 
-// Event types (SPEC §9); the JSON of an Event is the SSE data block.
+// Event types (agent-svc/design.md "Chat turns"); the JSON of an Event is the SSE data block.
 const (
 	EventStart      = "start"
 	EventText       = "text"

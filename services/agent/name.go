@@ -28,7 +28,7 @@ const (
 // Valid reports whether n is an agent, in its one spelling.
 func (n Name) Valid() bool { return n == AgentDeep || n == AgentBase }
 
-// Normalize maps the accepted spellings of a turn's agent (SPEC §9: any
+// Normalize maps the accepted spellings of a turn's agent (agent-svc/design.md "Chat turns": any
 // case, upstream's "Baseline" too) to AgentDeep or AgentBase; empty means
 // def (DEFAULT_AGENT). The gateway and agent-svc both decide by it.
 func Normalize(a, def string) (Name, error) {

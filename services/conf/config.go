@@ -1,5 +1,5 @@
 // Package conf loads config.yaml plus environment overrides into one typed
-// Config (SPEC §1). Keys are UPPER_SNAKE; an environment variable of the same
+// Config (README.md "Configuration"). Keys are UPPER_SNAKE; an environment variable of the same
 // name wins over the file; lists in the environment are comma-separated and
 // maps are JSON. A bad value stops startup with one line naming the key.
 package conf

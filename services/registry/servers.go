@@ -8,9 +8,10 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Endpoints and events for an account's external MCP servers (SPEC §7). registry-svc
-// validates them (name, URL, SSRF policy), stores them in vfs-svc and adds
-// their tools to the account's list.
+// Endpoints and events for an account's external MCP servers
+// (registry-svc/design.md "External MCP servers"). registry-svc validates them
+// (name, URL, SSRF policy), stores them in vfs-svc and adds their tools to the
+// account's list.
 var (
 	ServersAdd    = wire.Endpoint[ServerAddRequest, Server]{Subject: "registry.servers.add"}
 	ServersList   = wire.Endpoint[ServerListRequest, ServerListResponse]{Subject: "registry.servers.list", Idempotent: true}

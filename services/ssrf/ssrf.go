@@ -1,11 +1,12 @@
 // Package ssrf is the one policy for the outbound HTTP requests a user can
-// point at a URL (SPEC §7): external MCP servers and their authorization
-// servers (registry-svc), and OAuth Client ID Metadata Documents (gateway).
-// Unless private addresses are allowed (MCP_CLIENT_ALLOW_PRIVATE), an
-// address that is loopback, private, link-local, unspecified, multicast or
-// otherwise reserved is refused, both when a URL is checked and again at
-// dial time on the address actually dialled, so that a name re-resolving to
-// an internal address later (DNS rebinding) is still refused.
+// point at a URL (registry-svc/design.md "External MCP servers"): external MCP
+// servers and their authorization servers (registry-svc), and OAuth Client ID
+// Metadata Documents (gateway). Unless private addresses are allowed
+// (MCP_CLIENT_ALLOW_PRIVATE), an address that is loopback, private, link-local,
+// unspecified, multicast or otherwise reserved is refused, both when a URL is
+// checked and again at dial time on the address actually dialled, so that a
+// name re-resolving to an internal address later (DNS rebinding) is still
+// refused.
 package ssrf
 
 import (

@@ -30,7 +30,7 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	return names
 }
 
-// Data gating end to end (SPEC §3.1): a fresh account does not see the
+// Data gating end to end (registry-svc/design.md "Data gating"): a fresh account does not see the
 // gated built-ins, an anonymous caller does; `mirobody data import
 // --health` makes query_health_indicators appear, and the account's open
 // MCP session gets notifications/tools/list_changed.

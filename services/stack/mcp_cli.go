@@ -27,8 +27,9 @@ func (h headerFlags) Set(v string) error {
 	return nil
 }
 
-// runMCP manages an account's external MCP servers (SPEC §7) over NATS,
-// the command-line twin of /api/mcp-servers: add, ls, rm.
+// runMCP manages an account's external MCP servers (registry-svc/design.md
+// "External MCP servers") over NATS, the command-line twin of /api/mcp-servers:
+// add, ls, rm.
 func runMCP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	const usage = "usage: mirobody mcp add --name N --url URL [--token-file FILE|-] [--header 'K: V']... [--oauth] [--disabled], " +
 		"mirobody mcp ls, or mirobody mcp rm --name N (each with [--account ID|EMAIL])"

@@ -24,8 +24,8 @@ import (
 // Code is one of the closed set of error codes that cross service boundaries.
 type Code string
 
-// The closed set of codes (SPEC §0). The gateway maps each of them to HTTP,
-// JSON-RPC and MCP in one table.
+// The closed set of codes (services/wire/design.md "Error codes"). The gateway
+// maps each of them to HTTP, JSON-RPC and MCP in one table.
 const (
 	InvalidArgument    Code = "invalid_argument"
 	NotFound           Code = "not_found"

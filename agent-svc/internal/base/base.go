@@ -1,7 +1,7 @@
 // Package base is the Base agent: no tool loop of ours. The provider gets
 // our /mcp URL and a short-lived token, lists and calls our tools itself
 // (OpenAI Responses with an mcp tool, Anthropic's MCP connector), and its
-// stream is forwarded in the chat event vocabulary (SPEC §9).
+// stream is forwarded in the chat event vocabulary (agent-svc/design.md "Chat turns").
 package base
 
 import (

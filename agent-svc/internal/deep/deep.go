@@ -1,7 +1,7 @@
 // Package deep is the Deep agent: our own tool loop around a model
 // provider, with registry tools, a planning list, a filesystem on vfs-svc,
 // subagents, a JavaScript REPL, eviction of large tool results and
-// summarization near the context limit (SPEC §9).
+// summarization near the context limit (agent-svc/design.md "Chat turns").
 package deep
 
 import (
@@ -48,9 +48,9 @@ type Options struct {
 	ContextTokens int
 	// StreamRetries is how often a step whose stream broke is retried.
 	StreamRetries int
-	// Allowed and Disallowed are ALLOWED_TOOLS_DEEP and
-	// DISALLOWED_TOOLS_DEEP, applied to the agent's own tools as the
-	// registry applies them to its tools (SPEC §8): when Allowed is set
+	// Allowed and Disallowed are ALLOWED_TOOLS_DEEP and DISALLOWED_TOOLS_DEEP,
+	// applied to the agent's own tools as the registry applies them to its
+	// tools (registry-svc/design.md "Tool visibility"): when Allowed is set
 	// only those, and Disallowed always wins.
 	Allowed, Disallowed []string
 	Log                 *slog.Logger

@@ -1,5 +1,5 @@
-// Package skills reads the frontmatter of the skills in SKILL_DIRS (SPEC
-// §4) for the agent prompts. Bodies and resources are not read here: the
+// Package skills reads the frontmatter of the skills in SKILL_DIRS (agent-svc/design.md
+// "Skills") for the agent prompts. Bodies and resources are not read here: the
 // Deep agent reads them on demand through /skills/ in its filesystem.
 package skills
 

@@ -49,8 +49,8 @@ type rpcNotification struct {
 }
 
 // rpcError is a JSON-RPC error together with the HTTP status it travels
-// with. Most errors are HTTP 200; the transport rules of SPEC §5.1 and
-// §5.4 give some of them a 4xx.
+// with. Most errors are HTTP 200; the transport rules of gateway/design.md "Eras and versions"
+// and "Auth on /mcp" give some of them a 4xx.
 type rpcError struct {
 	Status int
 	Err    *jsonrpc.Error

@@ -21,10 +21,10 @@ const (
 	discoverTTLMs = 300_000
 )
 
-// capabilities is what /mcp advertises: tools with list_changed,
-// resources (skills, the caller's files) without subscriptions, and skills
-// as prompts, and completions for both; every other feature answers -32601 (SPEC §5.2, design.md
-// "Capabilities").
+// capabilities is what /mcp advertises: tools with list_changed, resources
+// (skills, the caller's files) without subscriptions, and skills as prompts,
+// and completions for both; every other feature answers -32601
+// (gateway/design.md "Capabilities", design.md "Capabilities").
 func capabilities() *mcp.ServerCapabilities {
 	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
 		Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Completions: &mcp.CompletionCapabilities{}}
@@ -129,8 +129,9 @@ type listResult struct {
 	CacheScope string     `json:"cacheScope,omitempty"`
 }
 
-// listTools returns the tools visible to the caller (SPEC §5.3, §8) and
-// the answer's HTTP ETag (listETag).
+// listTools returns the tools visible to the caller (gateway/design.md "Auth on
+// /mcp", registry-svc/design.md "Tool visibility") and the answer's HTTP ETag
+// (listETag).
 func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (*listResult, string, *rpcError) {
 	var p struct {
 		Cursor string `json:"cursor"`
@@ -167,7 +168,7 @@ func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (*l
 }
 
 // registryError maps a registry failure through the one code table
-// (Options.Codes). Unauthenticated becomes the 401 challenge of SPEC §5.4.
+// (Options.Codes). Unauthenticated becomes the 401 challenge of gateway/design.md "Auth on /mcp".
 func (m *Server) registryError(ctx context.Context, err error) *rpcError {
 	code, rpc := m.Codes(err)
 	msg := "internal error"

@@ -114,9 +114,9 @@ func sessionTolerant(method string) bool {
 	return method == "initialize" || method == "tools/list" || method == "tools/call"
 }
 
-// era tells the protocol era and version of the request (SPEC §5.1): the
-// MCP-Protocol-Version header, else the legacy session's version, else
-// 2025-03-26. It also opens the legacy session id.
+// era tells the protocol era and version of the request (gateway/design.md
+// "Eras and versions"): the MCP-Protocol-Version header, else the legacy
+// session's version, else 2025-03-26. It also opens the legacy session id.
 func (m *Server) era(q *request, msg *rpcMessage) (json.RawMessage, *rpcError) {
 	id := nullID
 	var metaVersion string

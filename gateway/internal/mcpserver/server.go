@@ -281,7 +281,7 @@ func (m *Server) authenticate(r *http.Request) (*authn.Principal, *rpcError) {
 	return p, nil
 }
 
-// unauthorized is the 401 of SPEC §5.4 with its challenge.
+// unauthorized is the 401 of gateway/design.md "Auth on /mcp" with its challenge.
 func (m *Server) unauthorized(msg string) *rpcError {
 	e := newRPCError(http.StatusUnauthorized, jsonrpc.CodeInvalidRequest, "unauthorized: %s", msg)
 	e.Header = map[string]string{"WWW-Authenticate": m.challenge}

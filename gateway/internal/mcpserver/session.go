@@ -13,7 +13,7 @@ import (
 )
 
 // session is what a legacy Mcp-Session-Id carries. It is sealed rather than
-// stored, so that every gateway replica can open it (SPEC §5.1).
+// stored, so that every gateway replica can open it (gateway/design.md "Sessions").
 type session struct {
 	// Version is the protocol version negotiated by initialize.
 	Version string `json:"v"`

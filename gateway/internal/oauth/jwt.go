@@ -17,7 +17,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Access token lifetimes (SPEC §6, CONTRACTS "Tokens").
+// Access token lifetimes (gateway/design.md "Tokens").
 const (
 	accessTokenTTL   = time.Hour
 	agentTokenMaxTTL = 10 * time.Minute
@@ -33,7 +33,7 @@ type AccessClaims struct {
 	Scope    string `json:"scope"`
 	ClientID string `json:"client_id"`
 	// Agent and SessionID are set on tokens minted for an agent's turn;
-	// Agent selects that agent's visibility profile (SPEC §8).
+	// Agent selects that agent's visibility profile (registry-svc/design.md "Tool visibility").
 	Agent     agent.Name `json:"agent,omitempty"`
 	SessionID string     `json:"sid,omitempty"`
 	// Grant is the refresh family the token came from, so that revoking
@@ -85,7 +85,7 @@ func (ti *Tokens) Mint(ctx context.Context, c AccessClaims, ttl time.Duration) (
 
 // parse verifies token for audience and returns its claims. Every way a
 // token can be wrong (signature, expiry, audience, type) is the same
-// unauthenticated error, as SPEC §5.4 asks.
+// unauthenticated error (gateway/design.md "Auth on /mcp").
 func (ti *Tokens) parse(ctx context.Context, token, audience string) (*AccessClaims, error) {
 	var c AccessClaims
 	var keyErr error
@@ -151,7 +151,7 @@ func (ti *Tokens) Verify(ctx context.Context, token string) (*authn.Principal, e
 }
 
 // AgentTokenRequest asks for a token an agent's provider uses to reach
-// /mcp on behalf of one chat turn (CONTRACTS "Tokens").
+// /mcp on behalf of one chat turn (gateway/design.md "Tokens").
 type AgentTokenRequest struct {
 	AccountID, SessionID string
 	Agent                agent.Name
@@ -159,9 +159,10 @@ type AgentTokenRequest struct {
 	TTL time.Duration
 }
 
-// MintAgent returns a short-lived JWT for /mcp whose agent claim selects
-// that agent's tool visibility (SPEC §8) and whose sid claim names the
-// chat session, so that the agent's tools see it as user_info.session_id.
+// MintAgent returns a short-lived JWT for /mcp whose agent claim selects that
+// agent's tool visibility (registry-svc/design.md "Tool visibility") and whose
+// sid claim names the chat session, so that the agent's tools see it as
+// user_info.session_id.
 func (ti *Tokens) MintAgent(ctx context.Context, req *AgentTokenRequest) (string, error) {
 	if !req.Agent.Valid() {
 		return "", fmt.Errorf("minting an agent token: unknown agent %q", req.Agent)

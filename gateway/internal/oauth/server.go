@@ -19,8 +19,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Lifetimes of the authorization server (SPEC §6; the issue's 60 s code
-// lifetime wins over the SPEC's 10 minutes).
+// Lifetimes of the authorization server (gateway/design.md "Tokens").
 const (
 	codeTTL    = 60 * time.Second
 	refreshTTL = 30 * 24 * time.Hour
@@ -181,8 +180,9 @@ func (o *Server) jwks(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"keys": keys})
 }
 
-// rateLimit applies the per-IP budget to /oauth/* (SPEC §6). It has its
-// own buckets: a client's OAuth dance does not eat its /mcp budget.
+// rateLimit applies the per-IP budget to /oauth/* (gateway/design.md "OAuth
+// authorization server"). It has its own buckets: a client's OAuth dance does
+// not eat its /mcp budget.
 func (o *Server) rateLimit(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if wait, ok := o.limits.Allow("ip:"+authn.ClientIP(c.Request()), false); !ok {

@@ -1,8 +1,9 @@
-// Package builtin holds the Go built-in tools (SPEC §3): the tools behind the
-// reserved `builtin` entry of MCP_TOOL_DIRS. Each tool is a plain Tool value;
-// All lists them in a fixed order. The registry validates arguments against
-// InputSchema, applies visibility and data gating, injects user info and maps
-// the returned value exactly as it maps a Python tool's result.
+// Package builtin holds the Go built-in tools (registry-svc/design.md "Built-in
+// tools"): the tools behind the reserved `builtin` entry of MCP_TOOL_DIRS. Each
+// tool is a plain Tool value; All lists them in a fixed order. The registry
+// validates arguments against InputSchema, applies visibility and data gating,
+// injects user info and maps the returned value exactly as it maps a Python
+// tool's result.
 package builtin
 
 import (
@@ -27,10 +28,10 @@ type Tool struct {
 	// Annotations are MCP tool annotations (readOnlyHint, ...); nil omits them.
 	Annotations json.RawMessage
 	// RequiresData is the data kind the tool is gated on (vfs.KindHealth,
-	// vfs.KindGenetic) or "" for none (SPEC §3.1). The registry hides the
-	// tool from accounts without that data and answers a call with a
-	// "no data" result, so Call only runs when data exists (or the probe
-	// failed).
+	// vfs.KindGenetic) or "" for none (registry-svc/design.md "Data gating").
+	// The registry hides the tool from accounts without that data and answers a
+	// call with a "no data" result, so Call only runs when data exists (or the
+	// probe failed).
 	RequiresData string
 	// TakesUserInfo makes the registry require an authenticated caller and
 	// fill Request.User. Tools that touch user data set it.
@@ -41,7 +42,7 @@ type Tool struct {
 }
 
 // UserInfo is the injected caller identity, the same shape Python tools get
-// in their user_info parameter (SPEC §2.3).
+// in their user_info parameter (registry-svc/design.md "Calling").
 type UserInfo struct {
 	Success   bool   `json:"success"`
 	UserID    string `json:"user_id"`
@@ -87,7 +88,7 @@ func (r *Request) Bind(v any) error {
 }
 
 // Result mapping of Call's return values (the same rules as Python tools,
-// SPEC §2.3):
+// registry-svc/design.md "Calling"):
 //   - a string becomes one text content;
 //   - nil becomes empty content;
 //   - a *registry.CallResponse is passed through unchanged (for images,

@@ -9,9 +9,9 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// GetGeneticData returns the get_genetic_data tool (SPEC §3): the caller's
-// genotypes by rsid or locus, with the variants near each hit found by
-// vfs-svc in the same query.
+// GetGeneticData returns the get_genetic_data tool (registry-svc/design.md
+// "Built-in tools"): the caller's genotypes by rsid or locus, with the variants
+// near each hit found by vfs-svc in the same query.
 func GetGeneticData() *Tool {
 	return &Tool{
 		Name: "get_genetic_data",

@@ -10,10 +10,10 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// QueryHealthIndicators returns the query_health_indicators tool (SPEC §3).
-// It reads the caller's health series through vfs-svc; names are expanded
-// through the indicator table, so "血糖", "GLU" and "Glucose" find the same
-// rows.
+// QueryHealthIndicators returns the query_health_indicators tool
+// (registry-svc/design.md "Built-in tools"). It reads the caller's health
+// series through vfs-svc; names are expanded through the indicator table, so
+// "血糖", "GLU" and "Glucose" find the same rows.
 func QueryHealthIndicators() *Tool {
 	return &Tool{
 		Name: "query_health_indicators",

@@ -111,7 +111,7 @@ func (t *IndicatorTable) Suggest(name string, n int) []string {
 	return out[:min(n, len(out))]
 }
 
-// ResolveIndicator returns the resolve_indicator tool (SPEC §3).
+// ResolveIndicator returns the resolve_indicator tool (registry-svc/design.md "Built-in tools").
 func ResolveIndicator() *Tool {
 	return &Tool{
 		Name: "resolve_indicator",

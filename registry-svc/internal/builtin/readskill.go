@@ -21,10 +21,11 @@ import (
 // cannot flood a model's context.
 const maxSkillFileBytes = 1 << 20
 
-// ReadSkill returns the read_skill tool (SPEC §3, §4): it returns one file of
-// a skill, SKILL.md by default. A skill is a direct subfolder of a SKILL_DIRS
-// entry that holds a SKILL.md; it is named by its frontmatter name or, failing
-// that, its folder name. The path must stay inside the skill's folder.
+// ReadSkill returns the read_skill tool (registry-svc/design.md "Built-in
+// tools", agent-svc/design.md "Skills"): it returns one file of a skill,
+// SKILL.md by default. A skill is a direct subfolder of a SKILL_DIRS entry that
+// holds a SKILL.md; it is named by its frontmatter name or, failing that, its
+// folder name. The path must stay inside the skill's folder.
 func ReadSkill() *Tool {
 	return &Tool{
 		Name: "read_skill",

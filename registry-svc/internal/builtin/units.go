@@ -165,7 +165,7 @@ func knownUnits() string {
 	return strings.Join(ks, ", ")
 }
 
-// NormalizeUnit returns the normalize_unit tool (SPEC §3).
+// NormalizeUnit returns the normalize_unit tool (registry-svc/design.md "Built-in tools").
 func NormalizeUnit() *Tool {
 	return &Tool{
 		Name: "normalize_unit",

@@ -1,8 +1,9 @@
 // Package pyhost runs the Python tool host: a stdlib-only script (host.py,
 // embedded) started as a pool of processes that discover tools in folders
-// (SPEC §2.1, §2.2) and run calls (§2.3). Requests and replies are JSON
-// lines on a dedicated pipe pair (fd 3 and 4), so a tool's print() and
-// logging end up in the log, never in the protocol.
+// (registry-svc/design.md "Tool discovery", "Input schema") and run calls
+// ("Calling"). Requests and replies are JSON lines on a dedicated pipe pair (fd
+// 3 and 4), so a tool's print() and logging end up in the log, never in the
+// protocol.
 package pyhost
 
 import (
@@ -52,16 +53,17 @@ type ToolInfo struct {
 	Name string `json:"name"`
 	// Description is the docstring's first paragraph plus its Returns: text.
 	Description string `json:"description"`
-	// InputSchema is generated from the type hints (SPEC §2.2) or taken from
-	// the function's input_schema attribute (or inputSchema, upstream
-	// Mirobody's spelling).
+	// InputSchema is generated from the type hints (registry-svc/design.md
+	// "Input schema") or taken from the function's input_schema attribute (or
+	// inputSchema, upstream Mirobody's spelling).
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// Annotations is the function's annotations attribute, if any.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
 	// Meta is the function's meta attribute (upstream Mirobody's), sent
 	// to MCP clients as the tool's _meta.
 	Meta json.RawMessage `json:"_meta,omitempty"`
-	// RequiresData is the function's requires_data attribute (§3.1).
+	// RequiresData is the function's requires_data attribute
+	// (registry-svc/design.md "Data gating").
 	RequiresData string `json:"requires_data,omitempty"`
 	// TakesUserInfo is true when the function has a user_info parameter.
 	TakesUserInfo bool `json:"takes_user_info"`
@@ -135,7 +137,7 @@ type slot struct {
 	cur atomic.Pointer[worker]
 }
 
-// Interpreter returns the interpreter to run (SPEC §2.3): configured when
+// Interpreter returns the interpreter to run (registry-svc/design.md "Calling"): configured when
 // set, else /usr/bin/python3 when it exists, else python3 on PATH.
 func Interpreter(configured string) string {
 	if configured != "" {

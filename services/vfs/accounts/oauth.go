@@ -7,9 +7,9 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Endpoints of the OAuth authorization server's state (SPEC §6). The
-// gateway runs the protocol; vfs-svc only keeps what must survive a
-// restart or be shared by replicas.
+// Endpoints of the OAuth authorization server's state (gateway/design.md "OAuth
+// authorization server"). The gateway runs the protocol; vfs-svc only keeps
+// what must survive a restart or be shared by replicas.
 var (
 	OAuthKeysRotate      = wire.Endpoint[SigningKeyRotateRequest, SigningKeyListResponse]{Subject: "vfs.oauth.keys.rotate"}
 	OAuthKeysList        = wire.Endpoint[SigningKeyListRequest, SigningKeyListResponse]{Subject: "vfs.oauth.keys.list", Idempotent: true}

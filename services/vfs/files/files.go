@@ -10,7 +10,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Endpoints of the virtual filesystem (SPEC §10).
+// Endpoints of the virtual filesystem (vfs-svc/design.md "Virtual filesystem").
 var (
 	Stat   = wire.Endpoint[StatRequest, FileInfo]{Subject: "vfs.fs.stat", Idempotent: true}
 	Ls     = wire.Endpoint[LsRequest, LsResponse]{Subject: "vfs.fs.ls", Idempotent: true}

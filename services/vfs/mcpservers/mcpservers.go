@@ -9,9 +9,10 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Endpoints for the external MCP servers of an account (SPEC §7). vfs-svc
-// stores them, with their secrets encrypted at rest; registry-svc is the
-// only caller (it validates and checks the SSRF policy first).
+// Endpoints for the external MCP servers of an account (registry-svc/design.md
+// "External MCP servers"). vfs-svc stores them, with their secrets encrypted at
+// rest; registry-svc is the only caller (it validates and checks the SSRF
+// policy first).
 var (
 	Create = wire.Endpoint[MCPServerCreateRequest, MCPServer]{Subject: "vfs.mcpservers.create"}
 	List   = wire.Endpoint[MCPServerListRequest, MCPServerListResponse]{Subject: "vfs.mcpservers.list", Idempotent: true}

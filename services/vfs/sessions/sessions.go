@@ -13,7 +13,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Endpoints of chat sessions (SPEC §9), stored by vfs-svc for agent-svc and
+// Endpoints of chat sessions (agent-svc/design.md "Sessions"), stored by vfs-svc for agent-svc and
 // the gateway.
 var (
 	Load   = wire.Endpoint[SessionLoadRequest, SessionLoadResponse]{Subject: "vfs.sessions.load", Idempotent: true}

@@ -13,7 +13,8 @@ var (
 	HealthDelete = wire.Endpoint[HealthDeleteRequest, DataDeleteResponse]{Subject: "vfs.data.health.delete"}
 )
 
-// Health query modes and buckets (SPEC §3, query_health_indicators).
+// Health query modes and buckets (registry-svc/design.md "Built-in tools",
+// query_health_indicators).
 const (
 	HealthCatalog = "catalog"
 	HealthRows    = "rows"

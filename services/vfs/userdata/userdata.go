@@ -9,7 +9,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// Data kinds that tools can be gated on (SPEC §3.1).
+// Data kinds that tools can be gated on (registry-svc/design.md "Data gating").
 const (
 	KindHealth  = "health"
 	KindGenetic = "genetic"
