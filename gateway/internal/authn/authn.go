@@ -120,16 +120,7 @@ func Bearer(h string) string {
 // verify resolves token to a principal.
 func (a *Authenticator) verify(ctx context.Context, token string) (p *Principal, err error) {
 	kind := "other"
-	defer func() {
-		result := "ok"
-		switch {
-		case wire.IsCode(err, wire.Unauthenticated):
-			result = "invalid"
-		case err != nil:
-			result = "error"
-		}
-		a.verified.WithLabelValues(kind, result).Inc()
-	}()
+	defer func() { a.countVerification(kind, err) }()
 	if strings.Count(token, ".") == 2 && !strings.HasPrefix(token, accounts.KeyPrefix) {
 		kind = "jwt"
 		return a.opts.Tokens.Verify(ctx, token)
@@ -248,16 +239,7 @@ func (a *Authenticator) sessionCookie(r *http.Request) string {
 // state must repeat the session's CSRF token in CSRFHeader (design.md
 // "Web app sign-in"): the cookie alone is what a forged request carries.
 func (a *Authenticator) verifySession(r *http.Request, value string) (p *Principal, err error) {
-	defer func() {
-		result := "ok"
-		switch {
-		case wire.IsCode(err, wire.Unauthenticated):
-			result = "invalid"
-		case err != nil:
-			result = "error"
-		}
-		a.verified.WithLabelValues("cookie", result).Inc()
-	}()
+	defer func() { a.countVerification("cookie", err) }()
 	p, csrf, err := a.opts.Sessions.VerifySession(r.Context(), value)
 	if err != nil {
 		return nil, err
@@ -271,4 +253,17 @@ func (a *Authenticator) verifySession(r *http.Request, value string) (p *Princip
 	}
 	p.CSRF = csrf
 	return p, nil
+}
+
+// countVerification counts one verification of a credential of kind by
+// its outcome: ok, invalid (unauthenticated) or error.
+func (a *Authenticator) countVerification(kind string, err error) {
+	result := "ok"
+	switch {
+	case wire.IsCode(err, wire.Unauthenticated):
+		result = "invalid"
+	case err != nil:
+		result = "error"
+	}
+	a.verified.WithLabelValues(kind, result).Inc()
 }

@@ -74,6 +74,20 @@ func readSkill(_ context.Context, req *Request) (any, error) {
 // wins a name; a folder is reachable by its frontmatter name and its own name.
 func findSkills(dirs []string) map[string]string {
 	out := map[string]string{}
+	eachSkill(dirs, func(folder, dir, name, _ string) {
+		for _, n := range []string{name, folder} {
+			if _, taken := out[n]; n != "" && !taken {
+				out[n] = dir
+			}
+		}
+	})
+	return out
+}
+
+// eachSkill calls fn for every skill folder of dirs, in SKILL_DIRS order:
+// a direct subfolder holding a SKILL.md, with its frontmatter's name ("" if
+// none) and description.
+func eachSkill(dirs []string, fn func(folder, dir, name, desc string)) {
 	for _, root := range dirs {
 		entries, err := os.ReadDir(root)
 		if err != nil {
@@ -88,15 +102,10 @@ func findSkills(dirs []string) map[string]string {
 			if err != nil {
 				continue
 			}
-			fm, _ := frontmatter(head)
-			for _, name := range []string{fm, e.Name()} {
-				if _, taken := out[name]; name != "" && !taken {
-					out[name] = dir
-				}
-			}
+			name, desc := frontmatter(head)
+			fn(e.Name(), dir, name, desc)
 		}
 	}
-	return out
 }
 
 // frontmatter returns the name and description fields of a SKILL.md's YAML

@@ -3,7 +3,6 @@ package builtin
 import (
 	"io/fs"
 	"mime"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -26,31 +25,15 @@ type SkillDir struct {
 func Skills(dirs []string) []SkillDir {
 	var out []SkillDir
 	seen := map[string]bool{}
-	for _, root := range dirs {
-		entries, err := os.ReadDir(root)
-		if err != nil {
-			continue
+	eachSkill(dirs, func(folder, dir, name, desc string) {
+		if name == "" {
+			name = folder
 		}
-		for _, e := range entries {
-			dir := filepath.Join(root, e.Name())
-			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-				continue
-			}
-			head, err := os.ReadFile(filepath.Join(dir, "SKILL.md"))
-			if err != nil {
-				continue
-			}
-			name, desc := frontmatter(head)
-			if name == "" {
-				name = e.Name()
-			}
-			if seen[name] {
-				continue
-			}
+		if !seen[name] {
 			seen[name] = true
 			out = append(out, SkillDir{Name: name, Description: desc, Dir: dir})
 		}
-	}
+	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
