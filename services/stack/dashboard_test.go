@@ -166,6 +166,7 @@ func TestDashboardMetricsExist(t *testing.T) {
 			}
 			if len(metrics) == 0 {
 				t.Errorf("panel %q: found no metric in %q", p.Title, q.Expr)
+				continue
 			}
 			labels := slices.Clone(scrapeLabels)
 			for _, m := range metrics {
