@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/vfs/audit"
 	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -19,20 +20,51 @@ func (s *Service) chatRoutes(api *echo.Group) {
 	api.GET("/sessions/:id", s.getSession)
 	api.DELETE("/sessions/:id", s.deleteSession)
 	api.PATCH("/sessions/:id", s.renameSession)
+	api.GET("/audit", s.listAudit)
+}
+
+// listAudit answers GET /api/audit?limit=&before=: the caller's tool calls,
+// newest first (vfs-svc/design.md "Audit log"). before is the id of the
+// oldest record of the previous page.
+func (s *Service) listAudit(c echo.Context) error {
+	limit, err := positiveQuery(c, "limit")
+	if err != nil {
+		return err
+	}
+	before, err := positiveQuery(c, "before")
+	if err != nil {
+		return err
+	}
+	resp, err := audit.Query.Call(c.Request().Context(), s.node.Client, &audit.QueryRequest{
+		AccountID: principal(c).AccountID, Limit: int(limit), Before: before})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// positiveQuery reads an optional positive integer query parameter; 0 when
+// it is absent.
+func positiveQuery(c echo.Context, name string) (int64, error) {
+	v := c.QueryParam(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		return 0, wire.Errorf(wire.InvalidArgument, "%s must be a positive integer", name)
+	}
+	return n, nil
 }
 
 // listSessions answers GET /api/sessions?limit=&cursor=.
 func (s *Service) listSessions(c echo.Context) error {
-	limit := 0
-	if v := c.QueryParam("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return wire.Errorf(wire.InvalidArgument, "limit must be a positive integer")
-		}
-		limit = n
+	limit, err := positiveQuery(c, "limit")
+	if err != nil {
+		return err
 	}
 	resp, err := sessions.NewSessions(s.node.Client).List(c.Request().Context(), &sessions.SessionListRequest{
-		AccountID: principal(c).AccountID, Limit: limit, Cursor: c.QueryParam("cursor")})
+		AccountID: principal(c).AccountID, Limit: int(limit), Cursor: c.QueryParam("cursor")})
 	if err != nil {
 		return err
 	}

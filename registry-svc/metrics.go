@@ -77,18 +77,31 @@ func (m *toolMetrics) observe(e *entry, d time.Duration, resp *registry.CallResp
 		return
 	}
 	tool, kind := e.labels()
-	outcome := "ok"
-	switch {
-	case err != nil:
-		outcome = string(wire.CodeOf(err))
-	case resp.IsError:
-		outcome = "tool_error"
-	}
+	outcome := outcomeOf(resp, err)
 	m.calls.WithLabelValues(tool, kind, outcome).Inc()
 	m.duration.WithLabelValues(tool, kind).Observe(d.Seconds())
 	if resp != nil {
 		m.bytes.WithLabelValues(tool, kind).Observe(float64(resultBytes(resp)))
 	}
+}
+
+// outcomeOf names how a call ended: ok, tool_error, or the error's code.
+func outcomeOf(resp *registry.CallResponse, err error) string {
+	switch {
+	case err != nil:
+		return string(wire.CodeOf(err))
+	case resp.IsError:
+		return "tool_error"
+	}
+	return "ok"
+}
+
+// resultSize is resultBytes of resp, 0 without one.
+func resultSize(resp *registry.CallResponse) int {
+	if resp == nil {
+		return 0
+	}
+	return resultBytes(resp)
 }
 
 // resultBytes is the encoded size of a result's content, which is what

@@ -112,6 +112,7 @@ type Registry struct {
 	pub      *wire.Client // publishes progress events
 	tracer   trace.Tracer
 	metrics  *toolMetrics                    // nil: not recorded
+	audit    *auditor                        // nil: not audited
 	timeout  func(name string) time.Duration // a tool's deadline (conf.Config.ToolTimeout)
 	mu       sync.RWMutex
 	snap     *snapshot
@@ -179,7 +180,12 @@ func (r *Registry) Call(ctx context.Context, req *registry.CallRequest) (resp *r
 		}
 	}
 	// Rejected calls count too, with their code as the outcome.
-	defer func() { r.metrics.observe(e, time.Since(began), resp, err) }()
+	defer func() {
+		d := time.Since(began)
+		r.metrics.observe(e, d, resp, err)
+		r.audit.record(auditCall{at: began, caller: req.Caller, tool: req.Name, outcome: outcomeOf(resp, err),
+			duration: d, args: req.Arguments, result: resultSize(resp)})
+	}()
 	var kinds map[string]bool
 	if e.tool.RequiresData != "" {
 		kinds = r.callerKinds(ctx, req.Caller, []*entry{e})

@@ -109,6 +109,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.reg = &Registry{
 		log:     s.log,
 		pub:     n.Client,
+		audit:   newAuditor(n.Client, s.log),
 		tracer:  n.Tracer.Tracer("github.com/mirobody/mirobody-go/registry-svc"),
 		timeout: cfg.ToolTimeout,
 		cancels: map[callKey]context.CancelCauseFunc{},
@@ -310,6 +311,10 @@ func (s *Service) stopAll(ctx context.Context) error {
 		_ = sub.Unsubscribe()
 	}
 	s.subs = nil
+	if s.reg != nil {
+		// Before the connection closes, so that queued records still go out.
+		s.reg.audit.close()
+	}
 	errs = append(errs, s.node.Stop(ctx))
 	s.node = nil
 	if s.reg != nil && s.reg.ext != nil {

@@ -53,6 +53,9 @@ type Service struct {
 	dummyHash string
 	// passwordChecks counts argon2id password checks.
 	passwordChecks atomic.Int64
+	// stopPrune ends the audit retention loop; pruned is closed when it has.
+	stopPrune context.CancelFunc
+	pruned    chan struct{}
 }
 
 // New returns a vfs-svc that is not started.
@@ -113,6 +116,11 @@ func (s *Service) Start(ctx context.Context) error {
 
 // Stop drains the endpoints, then closes the pool.
 func (s *Service) Stop(ctx context.Context) error {
+	if s.stopPrune != nil {
+		s.stopPrune()
+		<-s.pruned
+		s.stopPrune = nil
+	}
 	err := s.node.Stop(ctx)
 	s.node = nil
 	if s.pool != nil {
@@ -137,5 +145,6 @@ func (s *Service) register() error {
 		s.registerMCPServers(svc),
 		s.registerData(svc),
 		s.registerRevocations(svc),
+		s.registerAudit(svc),
 	)
 }

@@ -99,6 +99,8 @@ type Config struct {
 	VFSQuotaBytes      int `key:"VFS_QUOTA_BYTES" default:"1073741824" min:"1"`
 	DataImportMaxBytes int `key:"DATA_IMPORT_MAX_BYTES" default:"268435456" min:"1024"`
 	DBMaxConns         int `key:"DB_MAX_CONNS" default:"10" min:"1"`
+	// AuditRetentionDays is how long vfs-svc keeps tool-call audit records.
+	AuditRetentionDays int `key:"AUDIT_RETENTION_DAYS" default:"30" min:"1"`
 
 	// Resolved by Load from the environment, since nothing else reads it;
 	// these are not keys and never appear in Redacted.

@@ -61,10 +61,14 @@ func Grants() []Grant {
 	// registry-svc (which connects to the servers) and the operator may
 	// call it; the CLI manages servers through registry.servers.
 	serverStore := "vfs.mcpservers.>"
+	// The audit log is read by the gateway (one account's) and the
+	// operator (every account's); only registry-svc, which runs the tool
+	// calls, records them.
+	auditQuery, auditEvents := "vfs.audit.>", "events.audit.>"
 	return []Grant{
 		service(IdentityVFS, []string{"events.vfs.>", "events.data.>", "events.keys.>"}, nil),
-		service(IdentityRegistry, []string{"vfs.>", "events.registry.>", wire.StreamPrefix + ".>"}, identityGroups),
-		service(IdentityAgent, []string{"vfs.>", "registry.>", "events.agent.>", wire.StreamPrefix + ".>"}, append(identityGroups, serverStore)),
+		service(IdentityRegistry, []string{"vfs.>", "events.registry.>", auditEvents, wire.StreamPrefix + ".>"}, append(slices.Clone(identityGroups), auditQuery)),
+		service(IdentityAgent, []string{"vfs.>", "registry.>", "events.agent.>", wire.StreamPrefix + ".>"}, append(slices.Clone(identityGroups), serverStore, auditQuery)),
 		service(IdentityGateway, []string{"vfs.>", "registry.>", "agent.>", "events.gateway.>", "events.agent.session_deleted"}, []string{serverStore},
 			wire.StreamPrefix+".>"),
 		{Identity: IdentityCLI, Publish: []string{"vfs.>", "registry.servers.>", "*.sys.>", "$SRV.>"}, Subscribe: []string{InboxPrefix(IdentityCLI) + ".>", LivePrefix(IdentityCLI) + ".>"}},

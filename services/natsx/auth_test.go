@@ -143,6 +143,14 @@ func TestIdentityPermissions(t *testing.T) {
 		{"registry", "pub", "vfs.mcpservers.list", true},
 		{"registry", "pub", "events.registry.changed.acct", true},
 		{"cli", "sub", "vfs.>", false},
+		{"registry", "pub", "events.audit.recorded", true},
+		{"gateway", "pub", "events.audit.recorded", false},
+		{"agent", "pub", "events.audit.recorded", false},
+		{"vfs", "sub", "events.audit.recorded", true},
+		{"gateway", "pub", "vfs.audit.query", true},
+		{"cli", "pub", "vfs.audit.query", true},
+		{"registry", "pub", "vfs.audit.query", false},
+		{"agent", "pub", "vfs.audit.query", false},
 		{"cli", "sub", "events.>", false},
 	}
 	for _, tt := range tests {

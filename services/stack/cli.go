@@ -40,6 +40,7 @@ Usage:
   mirobody data ls [--account ID|EMAIL]
   mirobody data series --indicator NAME [--account ID|EMAIL]
   mirobody data delete --kind health|genetic|--import ID [--account ID|EMAIL]
+  mirobody audit [--account ID|EMAIL | --all] [--limit N] [--before ID]
   mirobody mcp add|ls|rm [--account ID|EMAIL] [--name N --url URL --token-file FILE --header 'K: V' --oauth]
   mirobody chat [--key KEY] [--session ID] [--agent deep|base] [--provider NAME] [--json] "question"
   mirobody nats-creds [--dir DIR] [--output table|compose|users|server-config]
@@ -78,6 +79,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = runNATSCreds(rest, stdout, stderr)
 	case "mcp":
 		err = runMCP(ctx, rest, stdout, stderr)
+	case "audit":
+		err = runAudit(ctx, rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "mirobody: unknown command %q\n\n%s", cmd, Usage)
 		return 2
