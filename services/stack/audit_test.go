@@ -16,7 +16,6 @@ import (
 	"github.com/mirobody/mirobody-go/gateway"
 	"github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	"github.com/mirobody/mirobody-go/services/vfs/audit"
 	"github.com/mirobody/mirobody-go/vfs-svc"
 )
@@ -39,14 +38,7 @@ func TestAuditLog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
-	newKey := func(email string) string {
-		a, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: email})
-		must(t, err)
-		k, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: a.ID, Name: "t"})
-		must(t, err)
-		return k.Key
-	}
+	newKey := func(email string) string { return newAccountKey(ctx, t, natsURL, email) }
 	aliceKey, bobKey := newKey("alice@example.com"), newKey("bob@example.com")
 
 	// The values are distinctive strings so that finding one anywhere is

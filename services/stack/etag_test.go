@@ -11,7 +11,6 @@ import (
 	"github.com/mirobody/mirobody-go/gateway"
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -50,14 +49,7 @@ func TestToolsListETag(t *testing.T) {
 	base := "http://" + gw.Addr()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
-	newKey := func(email string) string {
-		a, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: email})
-		must(t, err)
-		k, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: a.ID, Name: "t"})
-		must(t, err)
-		return k.Key
-	}
+	newKey := func(email string) string { return newAccountKey(ctx, t, natsURL, email) }
 	alice, bob := newKey("etag-alice@example.com"), newKey("etag-bob@example.com")
 
 	code, etag, body := listOverHTTP(t, base+"/mcp", alice, "")

@@ -21,7 +21,6 @@ import (
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
-	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -86,14 +85,7 @@ func TestExternalServersEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
-	newKey := func(email string) string {
-		a, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: email})
-		must(t, err)
-		k, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: a.ID, Name: "t"})
-		must(t, err)
-		return k.Key
-	}
+	newKey := func(email string) string { return newAccountKey(ctx, t, natsURL, email) }
 	aliceKey, bobKey := newKey("alice@example.com"), newKey("bob@example.com")
 
 	weather := servicetest.NewMCPServer(t, servicetest.MCPServerOptions{Token: "ext-token"})

@@ -212,3 +212,15 @@ func TestParseTargets(t *testing.T) {
 		}
 	}
 }
+
+// newAccountKey creates an account for email through vfs-svc on natsURL and
+// returns a new API key of it.
+func newAccountKey(ctx context.Context, t *testing.T, natsURL, email string) string {
+	t.Helper()
+	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+	a, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: email})
+	must(t, err)
+	k, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: a.ID, Name: "t"})
+	must(t, err)
+	return k.Key
+}
