@@ -62,7 +62,46 @@ type Service struct {
 	metrics  *Metrics
 	classify func(error) *Error
 	stats    *endpointStats
-	wg       sync.WaitGroup
+	inFlight inFlight
+}
+
+// inFlight counts the handlers running. A sync.WaitGroup does not fit: a
+// draining subscription still delivers the requests it holds, so a handler
+// can start while Stop waits, and WaitGroup forbids an Add from zero
+// concurrent with Wait (the race detector caught it).
+type inFlight struct {
+	mu   sync.Mutex
+	n    int
+	zero chan struct{} // closed while n is 0; nil means closed
+}
+
+func (f *inFlight) add() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		f.zero = make(chan struct{})
+	}
+	f.n++
+}
+
+func (f *inFlight) done() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n--; f.n == 0 {
+		close(f.zero)
+	}
+}
+
+// idle is closed once no handler runs.
+func (f *inFlight) idle() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return f.zero
 }
 
 // PingResponse answers <service>.sys.ping.
@@ -157,10 +196,8 @@ func (s *Service) Stop(ctx context.Context) error {
 	if err := s.micro.Stop(); err != nil {
 		return fmt.Errorf("stopping micro service %s: %w", s.name, err)
 	}
-	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.inFlight.idle():
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for %s handlers in flight: %w", s.name, ctx.Err())
@@ -204,9 +241,9 @@ func addEndpoint[Req, R any](s *Service, subject string, h func(context.Context,
 		// behind a full endpoint is alive, not lost.
 		beat := s.startHeartbeat(nats.Header(r.Headers()))
 		sem <- struct{}{} // backpressure: the subscription stops reading while full
-		s.wg.Add(1)
+		s.inFlight.add()
 		go func() {
-			defer func() { <-sem; s.wg.Done() }()
+			defer func() { <-sem; s.inFlight.done() }()
 			serve(s, r, h, beat)
 		}()
 	})
