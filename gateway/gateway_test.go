@@ -302,19 +302,6 @@ func decode(t *testing.T, b []byte) rpcReply {
 	return r
 }
 
-// sseMessages parses an event-stream body into its JSON-RPC messages.
-func sseMessages(t *testing.T, r io.Reader) []rpcReply {
-	t.Helper()
-	var out []rpcReply
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-			out = append(out, decode(t, []byte(data)))
-		}
-	}
-	return out
-}
-
 // Transport headers and the modern protocol version, as clients spell them.
 const (
 	headerSessionID       = "Mcp-Session-Id"
