@@ -121,7 +121,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	guard := &ssrf.Guard{AllowPrivate: cfg.MCPClientAllowPriv, Log: s.log}
 	s.reg.ext = newExternal(externalOptions{Log: s.log, Guard: guard, Store: mcpservers.NewMCPServers(n.Client), Pub: n.Client,
-		Refresh: s.opts.ExternalRefresh, MaxBytes: cfg.ExtMaxResultBytes, MaxTools: cfg.ExtMaxTools})
+		Refresh: s.opts.ExternalRefresh, MaxBytes: cfg.ExtMaxResultBytes, MaxTools: cfg.ExtMaxTools, Tracer: s.reg.tracer})
 	snap, err := s.discover(ctx, dirs)
 	if err != nil {
 		_ = s.stopAll(ctx)
@@ -182,7 +182,7 @@ func (s *Service) discover(ctx context.Context, dirs []string) (*snapshot, error
 		cfg := s.opts.Config
 		var err error
 		pool, found, err = pyhost.Start(ctx, pyhost.Options{Python: cfg.Python, Workers: cfg.PythonWorkers, Dirs: s.pyDirs, Env: cfg.ToolEnviron, Log: s.log,
-			Sandbox: s.sandbox, OnRestart: func() { s.restarts.Add(1) }})
+			Sandbox: s.sandbox, Tracer: s.reg.tracer, OnRestart: func() { s.restarts.Add(1) }})
 		if err != nil {
 			return nil, fmt.Errorf("starting the Python tool host: %w", err)
 		}

@@ -32,6 +32,7 @@ import os
 import re
 import sys
 import threading
+import time
 import traceback
 import types
 import typing
@@ -46,6 +47,7 @@ TASKS = {}  # call id -> asyncio.Task
 RUNNING = set()  # ids of sync calls whose thread is running
 ABANDONED = set()  # ids of sync calls cancelled while their thread still runs
 THREADS_LOCK = threading.Lock()
+HOST = None  # the running Host (run_sync records a call's timing in it)
 HELPERS = None  # the mirobody module (content blocks, progress); see install_helpers
 
 
@@ -586,6 +588,8 @@ class Host(object):
         self.wlock = threading.Lock()
         self.loop = asyncio.new_event_loop()
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="tool")
+        # timings holds the running calls' timing (see call), by call id.
+        self.timings = {}
 
     def send(self, msg):
         data = (dumps(msg) + "\n").encode("utf-8")
@@ -611,6 +615,9 @@ class Host(object):
                 if mid is not None:
                     self.send({"id": mid, "error": "the request is not valid UTF-8 JSON", "invalid": True})
                 continue
+            # The Go side records the call's span from these wall-clock
+            # times (pyhost/design.md): when the request was read, ...
+            msg["_received_ns"] = time.time_ns()
             self.loop.call_soon_threadsafe(self.dispatch, msg)
         self.loop.call_soon_threadsafe(self.loop.stop)
 
@@ -640,6 +647,11 @@ class Host(object):
 
     async def call(self, mid, msg):
         name = msg.get("name")
+        # ... when its task started (the difference is the event loop's
+        # queue), when the tool itself started (a sync tool may also wait
+        # for a thread) and when its result was ready.
+        timing = {"received_ns": msg.get("_received_ns"), "started_ns": time.time_ns()}
+        self.timings[mid] = timing
         try:
             tool = TOOLS.get(name)
             if tool is None:
@@ -652,7 +664,9 @@ class Host(object):
                 kwargs["user_info"] = msg.get("user_info")
             # This task's own context: the tool's thread or coroutine sees it.
             HELPERS._call.set((self.report_progress, mid) if msg.get("want_progress") else None)
+            HELPERS._traceparent.set(msg.get("traceparent"))
             if tool.is_async:
+                timing["run_ns"] = time.time_ns()
                 value = await tool.fn(**kwargs)
             else:
                 ctx = contextvars.copy_context()
@@ -669,22 +683,30 @@ class Host(object):
             if len(dumps(result)) > MAX_RESULT_BYTES:
                 result = {"content": [{"type": "text", "text": "%s failed: its result is larger than %d bytes" % (name, MAX_RESULT_BYTES)}],
                           "isError": True}
-            self.send({"id": mid, "result": result})
+            self.send({"id": mid, "result": result, "timing": self.done(mid)})
         except asyncio.CancelledError:
             # A thread cannot be interrupted: remember it, so that a host
             # filling up with stuck threads gets replaced.
             with THREADS_LOCK:
                 if mid in RUNNING:
                     ABANDONED.add(mid)
-            self.send({"id": mid, "cancelled": True})
+            self.send({"id": mid, "cancelled": True, "timing": self.done(mid)})
         except GeneratorTooLarge as e:
-            self.send({"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True}})
+            self.send({"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True},
+                       "timing": self.done(mid)})
         except BaseException as e:
             text = "%s failed: %s: %s" % (name, type(e).__name__, e)
             self.send({"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},
-                       "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))})
+                       "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__)), "timing": self.done(mid)})
         finally:
             TASKS.pop(mid, None)
+            self.timings.pop(mid, None)
+
+    def done(self, mid):
+        """Returns the call's timing, ended now."""
+        timing = self.timings.get(mid) or {}
+        timing["ended_ns"] = time.time_ns()
+        return timing
 
     def report_progress(self, mid, progress, total, message):
         m = {"id": mid, "op": "progress", "progress": progress}
@@ -704,6 +726,9 @@ class Host(object):
 def run_sync(mid, fn, kwargs):
     with THREADS_LOCK:
         RUNNING.add(mid)
+    timing = HOST.timings.get(mid)
+    if timing is not None and "run_ns" not in timing:
+        timing["run_ns"] = time.time_ns()
     try:
         return fn(**kwargs)
     finally:
@@ -721,8 +746,10 @@ def main():
         sys.stderr.write("the Mirobody tool host needs Python %d.%d or newer, not %s\n"
                          % (MIN_PYTHON + (sys.version.split()[0],)))
         sys.exit(3)
+    global HOST
     install_helpers(MIROBODY_SOURCE)  # noqa: F821 (prepended by registry-svc)
-    Host(3, 4).run()
+    HOST = Host(3, 4)
+    HOST.run()
     sys.stdout.flush()
     sys.stderr.flush()
     # Threads of sync tools that never returned must not keep us alive.

@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mirobody/mirobody-go/registry-svc/internal/sandbox"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -114,6 +116,9 @@ type Options struct {
 	// Sandbox, when set, confines every host process (TOOL_SANDBOX); nil
 	// runs them unconfined.
 	Sandbox *sandbox.Sandbox
+	// Tracer records each call's run in the host as a span (trace.go);
+	// nil records none.
+	Tracer trace.Tracer
 }
 
 // Pool is a set of host processes serving calls concurrently. Every process
@@ -247,6 +252,7 @@ func (p *Pool) launch(ctx context.Context, s *slot, report bool) (*worker, *Disc
 			p.logHost(l)
 		}
 	}
+	w.idx = s.idx
 	s.cur.Store(w)
 	p.signalReady()
 	return w, &Discovery{Tools: r.Tools, Failed: r.Failed}, nil
@@ -423,7 +429,9 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, user
 	}
 	w.busy.Add(1)
 	defer w.busy.Add(-1)
-	r, err := w.request(ctx, &message{Op: "call", Name: name, Args: args, User: userInfo}, true, progress)
+	sent := time.Now()
+	r, err := w.request(ctx, &message{Op: "call", Name: name, Args: args, User: userInfo, Traceparent: traceparent(ctx)}, true, progress)
+	p.record(ctx, w, name, sent, r, err)
 	if err != nil {
 		return nil, err
 	}

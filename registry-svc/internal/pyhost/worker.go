@@ -32,6 +32,10 @@ type message struct {
 	WantProgress bool   `json:"want_progress,omitempty"`
 	Python       string `json:"python,omitempty"`
 	PID          int    `json:"pid,omitempty"`
+	// Traceparent is the W3C trace context of the registry's call span.
+	Traceparent string `json:"traceparent,omitempty"`
+	// Timing is the host's own timing of a call (trace.go).
+	Timing *hostTiming `json:"timing,omitempty"`
 
 	Tools     []ToolInfo             `json:"tools,omitempty"`
 	Logs      []hostLog              `json:"logs,omitempty"`
@@ -81,6 +85,7 @@ type worker struct {
 	hello    chan *message
 	output   sync.WaitGroup
 	tmp      string // the sandboxed host's private temp dir, removed at exit
+	idx      int    // the slot's index: the worker id in logs and spans
 }
 
 // hostCommand returns the interpreter command of one host: confined in sb,
