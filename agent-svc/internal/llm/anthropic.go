@@ -102,7 +102,7 @@ func (p *Anthropic) stream(ctx context.Context, req *Request, onDelta func(Delta
 	case "max_tokens":
 		stop = "length"
 	}
-	return &Response{Message: msg, StopReason: stop, Usage: Usage{
+	return &Response{Message: msg, StopReason: stop, Model: string(acc.Model), Usage: Usage{
 		InputTokens: acc.Usage.InputTokens, OutputTokens: acc.Usage.OutputTokens,
 		CacheReadTokens: acc.Usage.CacheReadInputTokens, CacheWriteTokens: acc.Usage.CacheCreationInputTokens,
 	}}, nil

@@ -84,6 +84,10 @@ type Response struct {
 	// StopReason is the provider's reason, normalised to stop, tool_calls,
 	// length or the provider's own word.
 	StopReason string
+	// Model is the model that answered as the provider names it (it may
+	// differ from the requested one: an alias resolved to a version);
+	// empty when the provider did not say.
+	Model string
 }
 
 // Provider streams one model call. onDelta is called in order, from the

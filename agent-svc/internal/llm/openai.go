@@ -155,7 +155,7 @@ func (p *OpenAI) stream(ctx context.Context, req *Request, onDelta func(Delta)) 
 		// A stream that ends without finish_reason was cut short.
 		return nil, &Error{Kind: "stream_broken", Partial: delivered, Err: errors.New("the stream ended before finish_reason")}
 	}
-	return &Response{Message: msg, StopReason: stop, Usage: Usage{
+	return &Response{Message: msg, StopReason: stop, Model: acc.Model, Usage: Usage{
 		InputTokens: acc.Usage.PromptTokens, OutputTokens: acc.Usage.CompletionTokens,
 		CacheReadTokens: acc.Usage.PromptTokensDetails.CachedTokens,
 	}}, nil
