@@ -192,7 +192,7 @@ func TestTracesEndToEnd(t *testing.T) {
 		return scripted.Step{Text: "3", InputTokens: 20, OutputTokens: 1}, nil
 	})
 	t.Cleanup(srv.Close)
-	st := startChatStack(t, srv, func(c *conf.Config) { c.OTLPEndpoint = recv.URL })
+	st := startChatStack(t, srv, func(c *conf.Config) { c.OTLPEndpoint, c.MCPClientAllowPriv = recv.URL, true })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -214,6 +214,27 @@ func TestTracesEndToEnd(t *testing.T) {
 		}
 		if host.attr("mirobody.tool.outcome") != "ok" || host.attr("mirobody.pyhost.worker") == "" || host.attr("mirobody.pyhost.run_ms") == "" {
 			t.Errorf("tool host span attributes: %v", host.Attributes)
+		}
+	})
+
+	t.Run("external tools/call", func(t *testing.T) {
+		weather := servicetest.NewMCPServer(t, servicetest.MCPServerOptions{})
+		textTool(weather, "forecast", "sunny in ")
+		if code, body := apiJSON(t, http.MethodPost, st.URL+"/api/mcp-servers", st.Key, map[string]any{"name": "weather", "url": weather.URL}); code != http.StatusCreated {
+			t.Fatalf("adding the external server: %d %s", code, body)
+		}
+		cs := mcpSession(t, st.URL+"/mcp", st.Key)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "weather__forecast", Arguments: map[string]any{"text": "Paris"}})
+		if err != nil || res.IsError {
+			t.Fatalf("calling weather__forecast: %+v %v", res, err)
+		}
+		var spans map[string]*span
+		servicetest.Eventually(t, 10*time.Second, func() bool { spans = recv.traceOf("tools/call forecast", "POST /mcp"); return spans != nil },
+			"a trace from POST /mcp to the external server")
+		call := named(spans, "tools/call forecast")[0]
+		if got := strings.Join(chain(spans, call), " < "); !strings.Contains(got, "registry:tools/call forecast < registry:tool weather__forecast") ||
+			call.Kind != tracepb.Span_SPAN_KIND_CLIENT || call.attr("mcp.method.name") != "tools/call" || call.attr("server.address") != "127.0.0.1" {
+			t.Errorf("external call span %s: %v", got, call.Attributes)
 		}
 	})
 
