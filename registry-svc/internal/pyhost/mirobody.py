@@ -2,7 +2,7 @@
 
 The tool host makes this module importable as ``mirobody``; a tool that does
 not import it behaves exactly as before. It offers MCP content blocks other
-than text, and progress notifications:
+than text, progress notifications, and the call's W3C ``traceparent()``:
 
     import mirobody
 

@@ -31,7 +31,7 @@ func traceparent(ctx context.Context) string {
 }
 
 // record adds the span of one call's run in the host, a child of ctx's
-// span, from the host's own timing (design.md "Tracing the host"): the
+// span, from the host's own timing (registry-svc/design.md "Tracing"): the
 // host is standard-library Python, with no OpenTelemetry SDK to export
 // spans itself. sent is when the request left; r and err are what
 // request returned.
