@@ -52,14 +52,14 @@ func attrValue(attrs []*commonpb.KeyValue, k string) string {
 		if a.Key != k {
 			continue
 		}
-		if arr := a.Value.GetArrayValue(); arr != nil {
+		if arr := a.GetValue().GetArrayValue(); arr != nil {
 			var vs []string
 			for _, v := range arr.Values {
 				vs = append(vs, v.GetStringValue())
 			}
 			return strings.Join(vs, ",")
 		}
-		switch v := a.Value.Value.(type) {
+		switch v := a.GetValue().GetValue().(type) {
 		case *commonpb.AnyValue_StringValue:
 			return v.StringValue
 		case *commonpb.AnyValue_IntValue:

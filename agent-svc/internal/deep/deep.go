@@ -56,8 +56,9 @@ type Options struct {
 	// tools (registry-svc/design.md "Tool visibility"): when Allowed is set
 	// only those, and Disallowed always wins.
 	Allowed, Disallowed []string
-	// Tracer records each tool call as a span (a child of the model step's
-	// caller, or of js_eval for calls made from it); nil records none.
+	// Tracer records each tool call as a span (a child of the turn's span,
+	// of task's for a subagent's calls, of js_eval's for the calls its code
+	// makes); nil records none.
 	Tracer trace.Tracer
 	Log    *slog.Logger
 }

@@ -616,7 +616,8 @@ class Host(object):
                     self.send({"id": mid, "error": "the request is not valid UTF-8 JSON", "invalid": True})
                 continue
             # The Go side records the call's span from these wall-clock
-            # times (pyhost/design.md): when the request was read, ...
+            # times (registry-svc/design.md "Tracing"): when the request
+            # was read, ...
             msg["_received_ns"] = time.time_ns()
             self.loop.call_soon_threadsafe(self.dispatch, msg)
         self.loop.call_soon_threadsafe(self.loop.stop)
