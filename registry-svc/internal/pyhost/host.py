@@ -615,10 +615,11 @@ class Host(object):
                 if mid is not None:
                     self.send({"id": mid, "error": "the request is not valid UTF-8 JSON", "invalid": True})
                 continue
-            # The Go side records the call's span from these wall-clock
-            # times (registry-svc/design.md "Tracing"): when the request
-            # was read, ...
-            msg["_received_ns"] = time.time_ns()
+            if "traceparent" in msg:
+                # The Go side records a traced call's span from these
+                # wall-clock times (registry-svc/design.md "Tracing"): when
+                # the request was read, ...
+                msg["_received_ns"] = time.time_ns()
             self.loop.call_soon_threadsafe(self.dispatch, msg)
         self.loop.call_soon_threadsafe(self.loop.stop)
 
@@ -651,8 +652,10 @@ class Host(object):
         # ... when its task started (the difference is the event loop's
         # queue), when the tool itself started (a sync tool may also wait
         # for a thread) and when its result was ready.
-        timing = {"received_ns": msg.get("_received_ns"), "started_ns": time.time_ns()}
-        self.timings[mid] = timing
+        timing = None
+        if "traceparent" in msg:
+            timing = {"received_ns": msg.get("_received_ns"), "started_ns": time.time_ns()}
+            self.timings[mid] = timing
         try:
             tool = TOOLS.get(name)
             if tool is None:
@@ -667,7 +670,8 @@ class Host(object):
             HELPERS._call.set((self.report_progress, mid) if msg.get("want_progress") else None)
             HELPERS._traceparent.set(msg.get("traceparent"))
             if tool.is_async:
-                timing["run_ns"] = time.time_ns()
+                if timing is not None:
+                    timing["run_ns"] = time.time_ns()
                 value = await tool.fn(**kwargs)
             else:
                 ctx = contextvars.copy_context()
@@ -684,30 +688,31 @@ class Host(object):
             if len(dumps(result)) > MAX_RESULT_BYTES:
                 result = {"content": [{"type": "text", "text": "%s failed: its result is larger than %d bytes" % (name, MAX_RESULT_BYTES)}],
                           "isError": True}
-            self.send({"id": mid, "result": result, "timing": self.done(mid)})
+            self.reply(mid, {"id": mid, "result": result})
         except asyncio.CancelledError:
             # A thread cannot be interrupted: remember it, so that a host
             # filling up with stuck threads gets replaced.
             with THREADS_LOCK:
                 if mid in RUNNING:
                     ABANDONED.add(mid)
-            self.send({"id": mid, "cancelled": True, "timing": self.done(mid)})
+            self.reply(mid, {"id": mid, "cancelled": True})
         except GeneratorTooLarge as e:
-            self.send({"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True},
-                       "timing": self.done(mid)})
+            self.reply(mid, {"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True}})
         except BaseException as e:
             text = "%s failed: %s: %s" % (name, type(e).__name__, e)
-            self.send({"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},
-                       "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__)), "timing": self.done(mid)})
+            self.reply(mid, {"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},
+                             "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))})
         finally:
             TASKS.pop(mid, None)
             self.timings.pop(mid, None)
 
-    def done(self, mid):
-        """Returns the call's timing, ended now."""
-        timing = self.timings.get(mid) or {}
-        timing["ended_ns"] = time.time_ns()
-        return timing
+    def reply(self, mid, msg):
+        """Sends a call's reply, with its timing when the call is traced."""
+        timing = self.timings.get(mid)
+        if timing is not None:
+            timing["ended_ns"] = time.time_ns()
+            msg["timing"] = timing
+        self.send(msg)
 
     def report_progress(self, mid, progress, total, message):
         m = {"id": mid, "op": "progress", "progress": progress}

@@ -180,6 +180,7 @@ def traceparent():
     """Returns the running call's W3C traceparent header value, or None.
 
     A tool that calls an HTTP service may send it as the traceparent header,
-    so that the service's spans join the trace of the tool call.
+    so that the service's spans join the trace of the tool call. It is None
+    when Mirobody exports no traces (OTEL_EXPORTER_OTLP_ENDPOINT unset).
     """
     return _traceparent.get()

@@ -429,9 +429,18 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, user
 	}
 	w.busy.Add(1)
 	defer w.busy.Add(-1)
+	m := &message{Op: "call", Name: name, Args: args, User: userInfo}
+	// Only a recorded call is traced in the host: without an exporter the
+	// host keeps no timing and the tool sees no traceparent.
+	traced := p.opts.Tracer != nil && trace.SpanFromContext(ctx).IsRecording()
+	if traced {
+		m.Traceparent = traceparent(ctx)
+	}
 	sent := time.Now()
-	r, err := w.request(ctx, &message{Op: "call", Name: name, Args: args, User: userInfo, Traceparent: traceparent(ctx)}, true, progress)
-	p.record(ctx, w, name, sent, r, err)
+	r, err := w.request(ctx, m, true, progress)
+	if traced {
+		p.record(ctx, w, name, sent, r, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -36,9 +36,6 @@ func traceparent(ctx context.Context) string {
 // spans itself. sent is when the request left; r and err are what
 // request returned.
 func (p *Pool) record(ctx context.Context, w *worker, name string, sent time.Time, r *message, err error) {
-	if p.opts.Tracer == nil || !trace.SpanFromContext(ctx).IsRecording() {
-		return
-	}
 	back := time.Now()
 	start, end := sent, back
 	var t hostTiming
