@@ -172,12 +172,16 @@ func named(spans map[string]*span, name string) []*span {
 // through registry-svc to the tool host's run; and a Deep chat turn is one
 // trace from POST /api/chat through the turn, every model call (GenAI
 // attributes) and every agent tool, the tool js_eval calls a child of
-// js_eval and running in the tool host.
+// js_eval and running in the tool host; an external server's tool call is
+// a client span; a Base turn's provider-run loop is one model call span.
 func TestTracesEndToEnd(t *testing.T) {
 	recv := newOTLPReceiver(t)
 	// Export within milliseconds rather than the batcher's 5 s default.
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "20")
 	srv := scripted.New(func(r *scripted.Received) (scripted.Step, error) {
+		if r.MCP != nil {
+			return scripted.Step{Text: "base answer", InputTokens: 8, OutputTokens: 2}, nil
+		}
 		if r.LastUser() == "plan it" {
 			return scripted.Step{Text: "the plan", InputTokens: 3, OutputTokens: 2}, nil
 		}
@@ -192,7 +196,12 @@ func TestTracesEndToEnd(t *testing.T) {
 		return scripted.Step{Text: "3", InputTokens: 20, OutputTokens: 1}, nil
 	})
 	t.Cleanup(srv.Close)
-	st := startChatStack(t, srv, func(c *conf.Config) { c.OTLPEndpoint, c.MCPClientAllowPriv = recv.URL, true })
+	addr := freeAddr(t)
+	st := startChatStack(t, srv, func(c *conf.Config) {
+		c.OTLPEndpoint, c.MCPClientAllowPriv = recv.URL, true
+		c.HTTPAddr, c.MCPPublicURL = addr, "http://"+addr
+		c.ProvidersBase = map[string]conf.Provider{"oa": {Type: "openai-responses", Model: "gpt-test", BaseURL: srv.OpenAIBaseURL()}}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -300,6 +309,23 @@ func TestTracesEndToEnd(t *testing.T) {
 		}
 		if sub != 1 {
 			t.Errorf("%d model calls under the task span, want the subagent's one", sub)
+		}
+	})
+
+	t.Run("base turn", func(t *testing.T) {
+		evs := st.chat(t, map[string]any{"question": "hi", "agent": "base", "provider": "oa"})
+		if finishOf(evs) != agent.FinishStop {
+			t.Fatalf("turn events: %+v", evs)
+		}
+		var spans map[string]*span
+		servicetest.Eventually(t, 10*time.Second, func() bool {
+			spans = recv.traceOf("invoke_agent base", "POST /api/chat")
+			return spans != nil && len(named(spans, "chat gpt-test")) == 1
+		}, "a trace from POST /api/chat through the Base turn")
+		turn, model := named(spans, "invoke_agent base")[0], named(spans, "chat gpt-test")[0]
+		if model.parent() != turn.id() || model.attr("gen_ai.provider.name") != "openai" || model.attr("gen_ai.usage.output_tokens") != "2" ||
+			model.attr("gen_ai.response.model") != "gpt-test" {
+			t.Errorf("Base model call span under %v: %v", chain(spans, model), model.Attributes)
 		}
 	})
 }
