@@ -175,4 +175,3 @@ func (e *env) healthRows(t testing.TB, account string) int {
 	}
 	return n
 }
-
