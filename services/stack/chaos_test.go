@@ -2,6 +2,7 @@ package stack
 
 import (
 	"flag"
+	"strings"
 	"testing"
 	"time"
 )
@@ -71,6 +72,10 @@ func TestChaos(t *testing.T) {
 				t.Errorf("%s (idempotent) failed during %s: %v", c.kind, f.phase, f.err)
 			case f.took >= chaosBound:
 				t.Errorf("%s failed during %s only after %s: %v", c.kind, f.phase, f.took, f.err)
+			case strings.HasPrefix(f.err.Error(), "tool error:") && !strings.Contains(f.err.Error(), "may or may not have run"):
+				// The retry rule: a tool with effects whose replica died is
+				// answered with a tool error saying so, never another one.
+				t.Errorf("%s failed during %s with %q, want that it may or may not have run", c.kind, f.phase, f.err)
 			}
 		}
 	}
