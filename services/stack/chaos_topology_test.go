@@ -192,6 +192,7 @@ include ./auth.conf
 		// A turn whose agent replica died is reported lost after three
 		// missed run heartbeats: 1.5 s, inside the run's 3 s bound.
 		"AGENT_HEARTBEAT_MS=500",
+		fmt.Sprintf("LIVENESS_MS=%d", chaosLiveness.Milliseconds()),
 	}
 	node := 0
 	add := func(name, target string, extra ...string) {
