@@ -73,6 +73,8 @@ type chaosProc struct {
 	ready func() bool // the process serves
 	log   string      // its stdout and stderr
 	cmd   *exec.Cmd
+	// exited is closed when the process started last has exited.
+	exited chan struct{}
 }
 
 // start starts the process in its own process group (a kill takes its
@@ -88,8 +90,8 @@ func (p *chaosProc) start(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	must(t, cmd.Start())
-	p.cmd = cmd
 	exited := make(chan struct{})
+	p.cmd, p.exited = cmd, exited
 	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(time.Minute)
 	for !p.ready() {
@@ -108,6 +110,22 @@ func (p *chaosProc) start(t *testing.T) {
 func (p *chaosProc) kill() {
 	if p.cmd != nil && p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// killAll kills procs and waits until they have exited, so that nothing
+// writes into the test's folders or holds the database while they go.
+func killAll(procs []*chaosProc) {
+	for _, p := range procs {
+		p.kill()
+	}
+	for _, p := range procs {
+		if p.exited != nil {
+			select {
+			case <-p.exited:
+			case <-time.After(10 * time.Second):
+			}
+		}
 	}
 }
 
@@ -145,11 +163,7 @@ func startChaosTopology(t *testing.T, nodes int) *chaosTopology {
 		userEnv = append(userEnv, natsx.UserKeyEnv(id)+"="+k)
 	}
 	top := &chaosTopology{procs: map[string]*chaosProc{}}
-	t.Cleanup(func() {
-		for _, p := range append(top.nats, mapValues(top.procs)...) {
-			p.kill()
-		}
-	})
+	t.Cleanup(func() { killAll(top.nats) })
 
 	client, cluster := make([]string, nodes), make([]string, nodes)
 	for i := range nodes {
@@ -180,6 +194,8 @@ include ./auth.conf
 	}
 
 	db := servicetest.Postgres(t, nil)
+	// Cleanups run last first: the services go before their database.
+	t.Cleanup(func() { killAll(mapValues(top.procs)) })
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
 	tools, err := filepath.Abs("testdata/chaos-tools")
