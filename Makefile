@@ -17,7 +17,7 @@ WITHPG  := $(GO) run $(RACE) ./services/servicetest/cmd/withpg
 # Every go test -json event of the last `make test`, for `testtime -report`.
 EVENTS  := bin/test-events.json
 
-.PHONY: dev test bench lint build deps tidy node-tools
+.PHONY: dev test chaos bench lint build deps tidy node-tools
 
 ## dev: the whole stack in one process (embedded NATS, private Postgres under ./.mirobody)
 dev: deps
@@ -31,6 +31,14 @@ test: deps
 	@mkdir -p bin && rm -f $(EVENTS) && $(GO) build -o bin/testtime ./services/servicetest/cmd/testtime
 	@$(WITHPG) bin/testtime -o $(EVENTS) -- $(GO) test -json $(RACE) -count=1 -timeout 25m $(TESTFLAGS) $(PKGS); \
 	s=$$?; bin/testtime -report $(EVENTS) || true; exit $$s
+
+## chaos: the chaos run with long phases (services/stack/design.md "Chaos run"):
+## the split topology under load, one replica of each kind and one NATS node
+## killed in turn; prints the counts. `make test` runs it with 3 s phases.
+## Not under the race detector, so that its timings are the services' own.
+CHAOS_PHASE ?= 15s
+chaos: deps
+	$(GO) run ./services/servicetest/cmd/withpg $(GO) test -count=1 -v -timeout 30m -run '^TestChaos$$' ./services/stack/ -chaos.phase=$(CHAOS_PHASE) -chaos.liveness=2s
 
 ## node-tools: the Node toolchain of the real-client tests (minutes of npm downloads, once per machine)
 node-tools:

@@ -129,7 +129,8 @@ func (s *Service) Start(ctx context.Context) error {
 		s.log.Warn("a SKILL_DIRS folder is missing; the agent prompt lists none of its skills", "err", err)
 	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Deep and Base agent loops and LLM providers",
-		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
+		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics,
+		Liveness: cfg.Liveness()})
 	if err != nil {
 		s.closeScripted()
 		return err

@@ -100,7 +100,8 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Tool discovery, visibility and execution",
-		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
+		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics,
+		Liveness: cfg.Liveness()})
 	if err != nil {
 		return err
 	}

@@ -101,6 +101,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "virtual filesystem, accounts and user data",
 		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics,
+		Liveness: cfg.Liveness(),
 		Classify: pg.Classify})
 	if err != nil {
 		pool.Close()

@@ -22,6 +22,9 @@ type Config struct {
 	NATSCredsDir string `key:"NATS_CREDS_DIR" default:""`
 	DatabaseURL  string `key:"DATABASE_URL" default:"" url:"true" secret:"true"`
 	DevDir       string `key:"DEV_DIR" default:".mirobody"`
+	// LivenessMS is every caller's liveness window (wire.ClientOptions.Liveness);
+	// 0 turns liveness off.
+	LivenessMS int `key:"LIVENESS_MS" default:"2000" min:"0"`
 
 	// gateway.
 	HTTPAddr        string   `key:"HTTP_ADDR" default:"127.0.0.1:18080" addr:"true"`
