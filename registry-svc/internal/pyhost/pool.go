@@ -36,10 +36,10 @@ var hostSource string
 //go:embed mirobody.py
 var helperSource string
 
-// script is what the interpreter runs: host.py after a line binding
+// script is what the interpreter runs: extras.py and host.py after a line binding
 // MIROBODY_SOURCE to the helper module's text. strconv.Quote's escapes are
 // all valid in a Python str literal, and it leaves printable UTF-8 as is.
-var script = []byte("MIROBODY_SOURCE = " + strconv.Quote(helperSource) + "\n" + hostSource)
+var script = []byte("MIROBODY_SOURCE = " + strconv.Quote(helperSource) + "\n" + extrasSource + "\n" + hostSource)
 
 // ProgressFunc receives a running tool's mirobody.progress reports.
 type ProgressFunc func(progress, total float64, message string)
@@ -80,6 +80,10 @@ type Discovery struct {
 	Tools []ToolInfo
 	// Failed are the files that could not be imported (already logged).
 	Failed []string
+	// Resources and Prompts are the modules' RESOURCES and PROMPTS
+	// (extras.go).
+	Resources []ResourceInfo
+	Prompts   []registry.Prompt
 }
 
 // Options configures a Pool.
@@ -249,7 +253,7 @@ func (p *Pool) launch(ctx context.Context, s *slot, report bool) (*worker, *Disc
 	}
 	s.cur.Store(w)
 	p.signalReady()
-	return w, &Discovery{Tools: r.Tools, Failed: r.Failed}, nil
+	return w, &Discovery{Tools: r.Tools, Failed: r.Failed, Resources: r.Resources, Prompts: r.Prompts}, nil
 }
 
 func (p *Pool) logHost(l hostLog) {
