@@ -17,7 +17,7 @@ var (
 	ResourcesRead = wire.Endpoint[ResourceReadRequest, ResourceReadResponse]{Subject: "registry.resources.read", Idempotent: true}
 	PromptsList   = wire.Endpoint[PromptListRequest, PromptListResponse]{Subject: "registry.prompts.list", Idempotent: true}
 	PromptsGet    = wire.Endpoint[PromptGetRequest, PromptGetResponse]{Subject: "registry.prompts.get", Idempotent: true}
-	Complete      = wire.Endpoint[CompleteRequest, CompleteResponse]{Subject: "registry.complete", Idempotent: true}
+	Complete      = wire.Endpoint[CompleteRequest, CompleteResponse]{Subject: "registry.completion.complete", Idempotent: true}
 	// ResourcesChanged is published when the registry's resources or
 	// prompts change: a skill, a resource folder file, or a tool module's
 	// RESOURCES or PROMPTS after a reload.
