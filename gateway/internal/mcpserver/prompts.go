@@ -51,7 +51,11 @@ func (m *Server) listPrompts(ctx context.Context, q *request, msg *rpcMessage) (
 	skills := map[string]bool{}
 	for _, s := range resp.Skills {
 		skills[s.Name] = true
-		out.Prompts = append(out.Prompts, &mcp.Prompt{Name: s.Name, Description: s.Description, Arguments: []*mcp.PromptArgument{taskArgument}})
+		desc := s.Description
+		if desc == "" {
+			desc = "The skill " + s.Name
+		}
+		out.Prompts = append(out.Prompts, &mcp.Prompt{Name: s.Name, Description: desc, Arguments: []*mcp.PromptArgument{taskArgument}})
 	}
 	for _, p := range folders.Prompts {
 		if skills[p.Name] {

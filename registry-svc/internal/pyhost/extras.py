@@ -111,9 +111,11 @@ class Prompt(object):
                 if field and field not in seen:
                     seen.add(field)
                     args.append({"name": field, "required": True})
-        desc = entry.get("description") or summary
-        if desc:
-            info["description"] = desc
+        # Clients show the description in their prompt pickers (and the
+        # conformance suite requires one): the text's first line, else the
+        # name, when the entry and its function say nothing.
+        fallback = self.text.strip().splitlines()[0][:200] if self.text and self.text.strip() else self.name
+        info["description"] = entry.get("description") or summary or fallback
         if entry.get("title"):
             info["title"] = entry["title"]
         if args:
