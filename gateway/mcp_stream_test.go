@@ -564,4 +564,13 @@ func TestResourceSubscriptions(t *testing.T) {
 	if resp, _ := post(t, urlA, body, modernHeaders("subscriptions/listen", "")...); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("anonymous listen on a user file: %d, want 401", resp.StatusCode)
 	}
+	many := make([]string, 257)
+	for i := range many {
+		many[i] = fmt.Sprintf("test://r%d", i)
+	}
+	list, _ := json.Marshal(many)
+	body = `{"jsonrpc":"2.0","id":"sub-y","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":` + string(list) + `},` + modernMeta + `}}`
+	if resp, b := post(t, urlA, body, modernHeaders("subscriptions/listen", "")...); resp.StatusCode != http.StatusBadRequest || decode(t, b).Error.Code != -32602 {
+		t.Errorf("listen on 257 resources: %d %s, want 400 and -32602", resp.StatusCode, b)
+	}
 }

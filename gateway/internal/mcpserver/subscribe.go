@@ -23,6 +23,10 @@ import (
 // GET stream may be open on any of them.
 const subjectSubscription = "events.gateway.resource_subscription"
 
+// maxSubscriptions bounds the URIs one session or listen stream subscribes
+// to: every replica holds a session's subscriptions.
+const maxSubscriptions = 256
+
 // maxPendingUpdates bounds the updated URIs one stream holds unsent; a
 // client that reads too slowly misses the rest rather than growing us.
 const maxPendingUpdates = 1024
@@ -73,13 +77,25 @@ func (s *subscriptions) apply(ev *subscriptionEvent) {
 		s.byNonce[ev.Nonce] = ss
 	}
 	if ev.On {
-		ss.uris[ev.URI] = true
+		if len(ss.uris) < maxSubscriptions {
+			ss.uris[ev.URI] = true
+		}
 		return
 	}
 	delete(ss.uris, ev.URI)
 	if len(ss.uris) == 0 {
 		delete(s.byNonce, ev.Nonce)
 	}
+}
+
+// count returns how many URIs nonce subscribed to.
+func (s *subscriptions) count(nonce string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss := s.byNonce[nonce]; ss != nil {
+		return len(ss.uris)
+	}
+	return 0
 }
 
 // matching returns the URIs nonce subscribed to that changed covers.
@@ -235,6 +251,9 @@ func (m *Server) subscribe(ctx context.Context, q *request, msg *rpcMessage, on 
 	if e := m.checkSubscriptions(q, []string{p.URI}); e != nil {
 		return nil, e
 	}
+	if on && m.hub.subsOf.count(q.session.Nonce) >= maxSubscriptions {
+		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "a session subscribes to at most %d resources", maxSubscriptions)
+	}
 	ev := &subscriptionEvent{Nonce: q.session.Nonce, URI: p.URI, On: on, Until: m.sealer.expiry(q.session), From: m.hub.subsOf.id}
 	m.hub.subsOf.apply(ev)
 	if b, err := json.Marshal(ev); err == nil {
@@ -245,9 +264,12 @@ func (m *Server) subscribe(ctx context.Context, q *request, msg *rpcMessage, on 
 	return struct{}{}, nil
 }
 
-// checkSubscriptions refuses an anonymous subscription to user files: like
-// reading them, it needs a sign-in.
+// checkSubscriptions refuses an anonymous subscription to user files (like
+// reading them, it needs a sign-in) and more than maxSubscriptions URIs.
 func (m *Server) checkSubscriptions(q *request, uris []string) *rpcError {
+	if len(uris) > maxSubscriptions {
+		return newRPCError(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: at most %d resourceSubscriptions", maxSubscriptions)
+	}
 	for _, uri := range uris {
 		if strings.HasPrefix(uri, memoriesPrefix) && q.principal == nil {
 			return m.unauthorized("subscribing to your files needs a sign-in")
