@@ -545,6 +545,14 @@ func TestResourceSubscriptions(t *testing.T) {
 		}
 	}
 
+	// The GET stream carries the resource and prompt lists' changes too.
+	pub(registry.ResourcesChanged.Subject, registry.ResourcesChangedEvent{ResourcesListChanged: true, PromptsListChanged: true})
+	for _, want := range []string{"notifications/resources/list_changed", "notifications/prompts/list_changed"} {
+		if r := next(t, stream); r.Method != want {
+			t.Fatalf("got %+v, want %s", r, want)
+		}
+	}
+
 	// The modern era: subscriptions/listen with resourceSubscriptions.
 	body := `{"jsonrpc":"2.0","id":"sub-r","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["test://watched"],"resourcesListChanged":true},` + modernMeta + `}}`
 	_, ch := openStream(t, http.MethodPost, urlA, body, modernHeaders("subscriptions/listen", "")...)
