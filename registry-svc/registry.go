@@ -46,6 +46,10 @@ type snapshot struct {
 	failed   []string     // Python files that failed to import
 	revision string
 	lists    *listCache // encoded list replies of this snapshot
+	// resources and prompts are the Python modules' RESOURCES and PROMPTS
+	// (resources.go).
+	resources []pyhost.ResourceInfo
+	prompts   []registry.Prompt
 }
 
 // buildSnapshot merges the built-ins and the discovered Python tools in

@@ -153,6 +153,7 @@ func (s *Service) write(ctx context.Context, req *files.WriteRequest) (*files.Fi
 	if err := c.commit(ctx, l.account); err != nil {
 		return nil, err
 	}
+	s.announceFiles(ctx, l)
 	return f.info(l.path), nil
 }
 
@@ -217,6 +218,7 @@ func (s *Service) edit(ctx context.Context, req *files.EditRequest) (*files.Edit
 	if err := c.commit(ctx, l.account); err != nil {
 		return nil, err
 	}
+	s.announceFiles(ctx, l)
 	return &files.EditResponse{FileInfo: *f.info(l.path), Replaced: n}, nil
 }
 
@@ -265,6 +267,7 @@ func (s *Service) delete(ctx context.Context, req *files.DeleteRequest) (*files.
 	if err := c.commit(ctx, l.account); err != nil {
 		return nil, err
 	}
+	s.announceFiles(ctx, l)
 	return &files.DeleteResponse{Deleted: n}, nil
 }
 
@@ -334,5 +337,6 @@ func (s *Service) move(ctx context.Context, req *files.MoveRequest) (*files.Move
 	if err := c.commit(ctx, from.account); err != nil {
 		return nil, err
 	}
+	s.announceFiles(ctx, from, to)
 	return &files.MoveResponse{Moved: tag.RowsAffected()}, nil
 }

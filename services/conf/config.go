@@ -49,6 +49,7 @@ type Config struct {
 	// registry-svc.
 	MCPToolDirs         []string `key:"MCP_TOOL_DIRS" default:"builtin"`
 	SkillDirs           []string `key:"SKILL_DIRS" default:"./skills"`
+	MCPResourceDirs     []string `key:"MCP_RESOURCE_DIRS" default:""`
 	AllowedToolsDeep    []string `key:"ALLOWED_TOOLS_DEEP" default:""`
 	DisallowedToolsDeep []string `key:"DISALLOWED_TOOLS_DEEP" default:""`
 	AllowedToolsBase    []string `key:"ALLOWED_TOOLS_BASE" default:""`

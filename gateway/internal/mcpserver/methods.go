@@ -21,13 +21,15 @@ const (
 	discoverTTLMs = 300_000
 )
 
-// capabilities is what /mcp advertises: tools with list_changed, resources
-// (skills, the caller's files) without subscriptions, and skills as prompts,
-// and completions for both; every other feature answers -32601
-// (gateway/design.md "Capabilities", design.md "Capabilities").
+// capabilities is what /mcp advertises: tools, resources (skills, the
+// caller's files, the tool folders') and prompts (skills, the tool
+// folders'), each with list_changed, resource subscriptions, and
+// completions; every other feature answers -32601 (gateway/design.md
+// "Capabilities").
 func capabilities() *mcp.ServerCapabilities {
 	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
-		Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Completions: &mcp.CompletionCapabilities{}}
+		Resources: &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true},
+		Completions: &mcp.CompletionCapabilities{}}
 }
 
 // serverInfo names the gateway to clients.
@@ -54,9 +56,13 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 	case msg.Method == "resources/list":
 		return m.listResources(ctx, q, msg)
 	case msg.Method == "resources/templates/list":
-		return m.listTemplates(q, msg)
+		return m.listTemplates(ctx, q, msg)
 	case msg.Method == "resources/read":
 		return m.readResource(ctx, q, msg)
+	case msg.Method == "resources/subscribe" && !q.modern:
+		return m.subscribe(ctx, q, msg, true)
+	case msg.Method == "resources/unsubscribe" && !q.modern:
+		return m.subscribe(ctx, q, msg, false)
 	case msg.Method == "prompts/list":
 		return m.listPrompts(ctx, q, msg)
 	case msg.Method == "prompts/get":

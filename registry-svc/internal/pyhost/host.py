@@ -5,8 +5,10 @@ arrive as JSON lines on fd 3 and replies leave as JSON lines on fd 4, so that
 a tool's print() and logging (stdout/stderr) reach the service log and can
 never corrupt the protocol.
 
-Operations: hello (sent once at start), discover, call, cancel, ping; while
-a call runs, the host may send progress lines for it.
+Operations: hello (sent once at start), discover, call, cancel, ping, and
+read, prompt, complete for the modules' RESOURCES and PROMPTS (extras.py,
+which runs in front of this script); while a call runs, the host may send
+progress lines for it.
 Discovery, schemas and calls follow registry-svc/design.md ("Tool
 discovery", "Input schema", "Calling").
 
@@ -68,6 +70,7 @@ def discover(dirs):
     logs = []
     failed = []
     found = collections.OrderedDict()
+    resources, prompts = collections.OrderedDict(), collections.OrderedDict()
     for d in reversed(dirs):
         if d not in sys.path:
             sys.path.insert(0, d)
@@ -87,9 +90,11 @@ def discover(dirs):
                 continue
             for name, fn, owner in module_tools(mod, path, logs):
                 add_tool(found, name, fn, path, owner, logs)
+            module_extras(mod, path, resources, prompts, logs)  # noqa: F821 (extras.py)
     TOOLS.clear()
     TOOLS.update(found)
-    return [t.info for t in found.values()], logs, failed
+    extras = install_extras(resources, prompts)  # noqa: F821 (extras.py)
+    return [t.info for t in found.values()], logs, failed, extras
 
 
 def tool_file(fname, path):
@@ -634,6 +639,8 @@ class Host(object):
             self.loop.create_task(self.discover(mid, msg.get("dirs") or []))
         elif op == "call":
             TASKS[mid] = self.loop.create_task(self.call(mid, msg))
+        elif op in ("read", "prompt", "complete"):
+            self.loop.create_task(self.extra(mid, op, msg))
         elif op == "cancel":
             t = TASKS.get(mid)
             if t is not None:
@@ -642,8 +649,8 @@ class Host(object):
     async def discover(self, mid, dirs):
         # Importing runs module code, which may block: keep the loop free.
         try:
-            tools, logs, failed = await self.loop.run_in_executor(self.pool, discover, dirs)
-            self.send({"id": mid, "tools": tools, "logs": logs, "failed": failed})
+            tools, logs, failed, (resources, prompts) = await self.loop.run_in_executor(self.pool, discover, dirs)
+            self.send({"id": mid, "tools": tools, "logs": logs, "failed": failed, "resources": resources, "prompts": prompts})
         except BaseException as e:
             self.send({"id": mid, "error": "%s: %s" % (type(e).__name__, e)})
 
@@ -713,6 +720,35 @@ class Host(object):
             timing["ended_ns"] = time.time_ns()
             msg["timing"] = timing
         self.send(msg)
+
+    async def extra(self, mid, op, msg):
+        """Reads a resource, renders a prompt or completes an argument; the
+        module's function runs in a thread and may be a coroutine."""
+        try:
+            if op == "read":
+                fn = functools.partial(read_resource, msg.get("uri") or "")  # noqa: F821 (extras.py)
+            elif op == "prompt":
+                fn = functools.partial(get_prompt, msg.get("name") or "", msg.get("arguments") or {})  # noqa: F821
+            else:
+                fn = functools.partial(complete, msg.get("name") or "", msg.get("uri") or "",  # noqa: F821
+                                       msg.get("argument") or "", msg.get("value") or "", msg.get("arguments") or {})
+            value = await self.loop.run_in_executor(self.pool, fn)
+            if op in ("read", "prompt"):
+                first, body = value
+                if inspect.isawaitable(body):
+                    body = await body
+            if op == "read":
+                uri = msg.get("uri")
+                self.send({"id": mid, "contents": [resource_contents(uri, first, body)]})  # noqa: F821 (extras.py)
+            elif op == "prompt":
+                self.send({"id": mid, "description": first, "messages": prompt_messages(body)})  # noqa: F821
+            else:
+                self.send({"id": mid, "values": value})
+        except ExtraError as e:  # noqa: F821 (extras.py)
+            self.send({"id": mid, "error": str(e), "invalid": e.kind == "invalid"})
+        except BaseException as e:
+            self.send({"id": mid, "error": "%s: %s" % (type(e).__name__, e), "raised": True,
+                       "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))})
 
     def report_progress(self, mid, progress, total, message):
         m = {"id": mid, "op": "progress", "progress": progress}

@@ -38,10 +38,10 @@ var hostSource string
 //go:embed mirobody.py
 var helperSource string
 
-// script is what the interpreter runs: host.py after a line binding
+// script is what the interpreter runs: extras.py and host.py after a line binding
 // MIROBODY_SOURCE to the helper module's text. strconv.Quote's escapes are
 // all valid in a Python str literal, and it leaves printable UTF-8 as is.
-var script = []byte("MIROBODY_SOURCE = " + strconv.Quote(helperSource) + "\n" + hostSource)
+var script = []byte("MIROBODY_SOURCE = " + strconv.Quote(helperSource) + "\n" + extrasSource + "\n" + hostSource)
 
 // ProgressFunc receives a running tool's mirobody.progress reports.
 type ProgressFunc func(progress, total float64, message string)
@@ -82,6 +82,10 @@ type Discovery struct {
 	Tools []ToolInfo
 	// Failed are the files that could not be imported (already logged).
 	Failed []string
+	// Resources and Prompts are the modules' RESOURCES and PROMPTS
+	// (extras.go).
+	Resources []ResourceInfo
+	Prompts   []registry.Prompt
 }
 
 // Options configures a Pool.
@@ -255,7 +259,7 @@ func (p *Pool) launch(ctx context.Context, s *slot, report bool) (*worker, *Disc
 	w.idx = s.idx
 	s.cur.Store(w)
 	p.signalReady()
-	return w, &Discovery{Tools: r.Tools, Failed: r.Failed}, nil
+	return w, &Discovery{Tools: r.Tools, Failed: r.Failed, Resources: r.Resources, Prompts: r.Prompts}, nil
 }
 
 func (p *Pool) logHost(l hostLog) {

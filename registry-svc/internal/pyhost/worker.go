@@ -37,6 +37,13 @@ type message struct {
 	// Timing is the host's own timing of a call (trace.go).
 	Timing *hostTiming `json:"timing,omitempty"`
 
+	// URI, Arguments, Argument and Value are the requests of extras.go.
+	URI       string            `json:"uri,omitempty"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+	Argument  string            `json:"argument,omitempty"`
+	Value     string            `json:"value,omitempty"`
+	extraReply
+
 	Tools     []ToolInfo             `json:"tools,omitempty"`
 	Logs      []hostLog              `json:"logs,omitempty"`
 	Failed    []string               `json:"failed,omitempty"`
