@@ -146,5 +146,6 @@ func (s *Service) register() error {
 		s.registerData(svc),
 		s.registerRevocations(svc),
 		s.registerAudit(svc),
+		s.registerTasks(svc),
 	)
 }
