@@ -1,0 +1,197 @@
+package stack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirobody/mirobody-go/gateway"
+	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
+)
+
+// taskTools is a tool folder for TestMCPTasks: sleepy runs as a task and
+// leaves a file next to itself when it is cancelled, so the test sees the
+// cancel reach the tool host.
+const taskTools = `import asyncio
+import pathlib
+
+
+async def sleepy(seconds: float, marker: str) -> str:
+    """Sleeps seconds; a cancel leaves <marker>.cancelled beside this file."""
+    try:
+        await asyncio.sleep(seconds)
+    except asyncio.CancelledError:
+        pathlib.Path(__file__).with_name(marker + ".cancelled").write_text("cancelled")
+        raise
+    return "slept %s" % marker
+
+
+sleepy.task_support = "optional"
+`
+
+// modernMeta is the _meta of a 2026-07-28 request declaring the tasks
+// extension (or not).
+func modernMeta(tasks bool) map[string]any {
+	caps := map[string]any{}
+	if tasks {
+		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
+	}
+	return map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": caps}
+}
+
+// rpcReply is a JSON-RPC answer of /mcp.
+type rpcReply struct {
+	Result map[string]any `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// modernCall posts one 2026-07-28 request to url with the routing headers
+// and returns the HTTP status and the reply.
+func modernCall(t *testing.T, url, key, method, name string, params map[string]any) (int, rpcReply) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	must(t, err)
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	must(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	must(t, err)
+	var out rpcReply
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s: HTTP %d, body %s: %v", method, resp.StatusCode, b, err)
+	}
+	return resp.StatusCode, out
+}
+
+// TestMCPTasks: a tool call started as a task on one gateway replica is
+// polled and its result read on another; another account gets "unknown
+// task" for it, both reading and cancelling; a cancel from the second
+// replica stops the tool in its host; a client without the extension gets
+// the plain result.
+func TestMCPTasks(t *testing.T) {
+	tools := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(tools, "task_tools.py"), []byte(taskTools), 0o644))
+	natsURL := servicetest.NATS(t)
+	db := servicetest.Postgres(t, nil)
+	log := servicetest.Logger(t)
+	cfg := testConfig(t, natsURL, db.DSN)
+	cfg.MCPToolDirs = []string{tools}
+	cfg.ToolPaths = []string{"task_tools=" + tools + ":rw"}
+	cfg.RateLimitAcct, cfg.RateLimitIP = 0, 0
+	gw1 := gateway.New(gateway.Options{Config: cfg, Log: log})
+	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}), gw1)
+	c2 := *cfg
+	gw2 := gateway.New(gateway.Options{Config: &c2, Log: log})
+	startGroup(t, gw2)
+	one, two := "http://"+gw1.Addr()+"/mcp", "http://"+gw2.Addr()+"/mcp"
+	ctx := context.Background()
+	owner := newAccountKey(ctx, t, natsURL, "task-owner@example.com")
+	stranger := newAccountKey(ctx, t, natsURL, "task-stranger@example.com")
+
+	start := func(seconds float64, marker string) string {
+		t.Helper()
+		_, r := modernCall(t, one, owner, "tools/call", "sleepy", map[string]any{"name": "sleepy",
+			"arguments": map[string]any{"seconds": seconds, "marker": marker}, "_meta": modernMeta(true)})
+		id, _ := r.Result["taskId"].(string)
+		if r.Result["resultType"] != "task" || id == "" || r.Result["status"] != "working" {
+			t.Fatalf("tools/call sleepy: %+v", r)
+		}
+		return id
+	}
+	get := func(url, key, id string) (int, rpcReply) {
+		t.Helper()
+		return modernCall(t, url, key, "tasks/get", id, map[string]any{"taskId": id, "_meta": modernMeta(true)})
+	}
+
+	t.Run("result on the other replica", func(t *testing.T) {
+		id := start(0.2, "done")
+		var last rpcReply
+		servicetest.Eventually(t, 30*time.Second, func() bool {
+			_, last = get(two, owner, id)
+			return last.Result["status"] == "completed"
+		}, "task completes")
+		res, _ := last.Result["result"].(map[string]any)
+		content, _ := res["content"].([]any)
+		if len(content) != 1 || !strings.Contains(toJSON(t, content[0]), "slept done") || last.Result["resultType"] != "complete" {
+			t.Errorf("completed task: %+v", last.Result)
+		}
+	})
+
+	t.Run("another account", func(t *testing.T) {
+		id := start(30, "foreign")
+		for _, method := range []string{"tasks/get", "tasks/cancel"} {
+			_, r := modernCall(t, two, stranger, method, id, map[string]any{"taskId": id, "_meta": modernMeta(true)})
+			if r.Error == nil || r.Error.Code != -32602 {
+				t.Errorf("%s by another account: %+v", method, r)
+			}
+			_, r = modernCall(t, two, "", method, id, map[string]any{"taskId": id, "_meta": modernMeta(true)})
+			if r.Error == nil || r.Error.Code != -32602 {
+				t.Errorf("%s anonymously: %+v", method, r)
+			}
+		}
+		if _, r := get(one, owner, id); r.Result["status"] != "working" {
+			t.Errorf("the owner's task after foreign cancels: %+v", r)
+		}
+		_, _ = modernCall(t, one, owner, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": modernMeta(true)})
+	})
+
+	t.Run("cancel stops the tool", func(t *testing.T) {
+		id := start(60, "stopped")
+		_, r := modernCall(t, two, owner, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": modernMeta(true)})
+		if r.Error != nil || r.Result["resultType"] != "complete" || r.Result["taskId"] != nil {
+			t.Fatalf("tasks/cancel: %+v", r)
+		}
+		servicetest.Eventually(t, 30*time.Second, func() bool {
+			_, err := os.Stat(filepath.Join(tools, "stopped.cancelled"))
+			return err == nil
+		}, "the tool host sees the cancel")
+		if _, r := get(one, owner, id); r.Result["status"] != "cancelled" || r.Result["result"] != nil {
+			t.Errorf("cancelled task: %+v", r.Result)
+		}
+	})
+
+	t.Run("without the extension", func(t *testing.T) {
+		_, r := modernCall(t, one, owner, "tools/call", "sleepy", map[string]any{"name": "sleepy",
+			"arguments": map[string]any{"seconds": 0, "marker": "sync"}, "_meta": modernMeta(false)})
+		if r.Result["resultType"] != "complete" || r.Result["taskId"] != nil || !strings.Contains(toJSON(t, r.Result["content"]), "slept sync") {
+			t.Errorf("plain call: %+v", r)
+		}
+		status, r := modernCall(t, two, owner, "tasks/get", "whatever-task-id-000", map[string]any{"taskId": "whatever-task-id-000", "_meta": modernMeta(false)})
+		if status != http.StatusBadRequest || r.Error == nil || r.Error.Code != -32021 {
+			t.Errorf("tasks/get without the extension: HTTP %d %+v", status, r)
+		}
+	})
+}
+
+// toJSON renders v for a substring check.
+func toJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	must(t, err)
+	return string(b)
+}
