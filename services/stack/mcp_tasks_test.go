@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -175,6 +176,31 @@ func TestMCPTasks(t *testing.T) {
 		}
 	})
 
+	t.Run("status notification on the other replica", func(t *testing.T) {
+		id := start(1, "notified")
+		events := listenTasks(t, two, owner, id)
+		ack := <-events
+		if !strings.Contains(ack, "notifications/subscriptions/acknowledged") || !strings.Contains(ack, id) {
+			t.Fatalf("acknowledgement: %s", ack)
+		}
+		// The state at subscription time comes first, then each change.
+		timeout := time.After(30 * time.Second)
+		for done := false; !done; {
+			select {
+			case ev := <-events:
+				if !strings.Contains(ev, `"method":"notifications/tasks"`) || !strings.Contains(ev, id) {
+					t.Fatalf("task notification: %s", ev)
+				}
+				done = strings.Contains(ev, `"status":"completed"`)
+				if done && !strings.Contains(ev, "slept notified") {
+					t.Errorf("completed notification without the result: %s", ev)
+				}
+			case <-timeout:
+				t.Fatal("no completed notifications/tasks within 30s")
+			}
+		}
+	})
+
 	t.Run("without the extension", func(t *testing.T) {
 		_, r := modernCall(t, one, owner, "tools/call", "sleepy", map[string]any{"name": "sleepy",
 			"arguments": map[string]any{"seconds": 0, "marker": "sync"}, "_meta": modernMeta(false)})
@@ -194,4 +220,67 @@ func toJSON(t *testing.T, v any) string {
 	b, err := json.Marshal(v)
 	must(t, err)
 	return string(b)
+}
+
+// tasksScenarios are the suite's scenarios of the tasks extension, run
+// with --requirements 2026-07-28. The suite does not score extensions, so
+// its exit code ignores them: checkUnscored reads their checks instead.
+var tasksScenarios = []string{"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields",
+	"tasks-request-state-removal", "tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope",
+	"tasks-required-task-error", "tasks-mrtr-composition"}
+
+// checkUnscored fails the test for every check of the unscored scenarios of
+// rev (the tasks extension's, in 2026-07-28) that failed or warned without
+// its scenario (or scenario:check) in accepted; results is the suite's -o
+// folder and log its output.
+func checkUnscored(t *testing.T, results, rev string, accepted []string, log []byte) {
+	t.Helper()
+	if rev != "2026-07-28" {
+		return
+	}
+	for _, name := range tasksScenarios {
+		if bad := scenarioFailures(t, results, name, accepted); len(bad) > 0 {
+			t.Errorf("%s %s failed:\n  %s\nsuite output:\n%s", rev, name, strings.Join(bad, "\n  "), log)
+		}
+	}
+}
+
+// listenTasks opens a subscriptions/listen stream on url following the
+// task ids and returns its SSE data lines, one by one.
+func listenTasks(t *testing.T, url, key string, ids ...string) <-chan string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+		"params": map[string]any{"notifications": map[string]any{"taskIds": ids}, "_meta": modernMeta(true)}})
+	must(t, err)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	must(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "subscriptions/listen")
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Fatalf("subscriptions/listen: HTTP %d %s", resp.StatusCode, b)
+	}
+	out := make(chan string, 16)
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				select {
+				case out <- data:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
 }

@@ -94,9 +94,7 @@ type taskView struct {
 // completed, or its error once failed.
 type detailedTask struct {
 	ResultType string `json:"resultType"`
-	taskView
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  json.RawMessage `json:"error,omitempty"`
+	taskNotification
 }
 
 // ackResult is the empty answer of tasks/cancel and tasks/update.
@@ -250,8 +248,13 @@ func (m *Server) runTask(ctx context.Context, q *request, p *callParams, t *task
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskFinishTimeout)
 	defer cancel()
-	if _, err := m.tasks.store.Finish(wctx, fin); err != nil {
+	done, err := m.tasks.store.Finish(wctx, fin)
+	if err != nil {
 		m.Log.ErrorContext(wctx, "recording the end of a task failed", "task", t.ID, "tool", t.Tool, "err", err)
+		return
+	}
+	if done.Status == fin.Status {
+		m.taskChanged(wctx, t.ID)
 	}
 }
 
@@ -297,6 +300,7 @@ func (m *Server) taskMethod(ctx context.Context, q *request, msg *rpcMessage) (a
 			t = &c.Task
 			if c.Cancelled {
 				m.cancel(ctx, q, t.CallID, "the task was cancelled")
+				m.taskChanged(ctx, t.ID)
 			}
 		}
 	} else {
@@ -311,14 +315,7 @@ func (m *Server) taskMethod(ctx context.Context, q *request, msg *rpcMessage) (a
 	if msg.Method != "tasks/get" {
 		return ackResult{ResultType: "complete"}, nil
 	}
-	out := detailedTask{ResultType: "complete", taskView: viewOf(t)}
-	switch t.Status {
-	case tasks.StatusCompleted:
-		out.Result = t.Result
-	case tasks.StatusFailed:
-		out.Error = t.Error
-	}
-	return out, nil
+	return detailedTask{ResultType: "complete", taskNotification: detail(t)}, nil
 }
 
 // jsonObject reports whether raw is a JSON object.
