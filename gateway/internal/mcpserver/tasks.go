@@ -124,12 +124,13 @@ func negotiatedTasks(params json.RawMessage) bool {
 	return ok
 }
 
-// missingTasksCapability is SEP-2575's -32021 naming the tasks extension.
+// missingTasksCapability is SEP-2575's -32021 naming the tasks extension,
+// and only it: the SDK's ClientCapabilities would add an empty roots
+// object, which reads as "roots required".
 func missingTasksCapability(format string, args ...any) *rpcError {
-	caps := &mcp.ClientCapabilities{}
-	caps.AddExtension(tasksExtension, nil)
+	required := map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}
 	return newRPCError(http.StatusBadRequest, mcp.CodeMissingRequiredClientCapabilities, format, args...).
-		withData(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: caps})
+		withData(map[string]any{"requiredCapabilities": required})
 }
 
 // taskTool returns the tool name as the caller's list shows it, or nil
