@@ -16,6 +16,7 @@ import (
 	"github.com/mirobody/mirobody-go/gateway"
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/svc"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
 )
 
@@ -199,6 +200,30 @@ func TestMCPTasks(t *testing.T) {
 				t.Fatal("no completed notifications/tasks within 30s")
 			}
 		}
+	})
+
+	t.Run("a stopping replica fails its tasks", func(t *testing.T) {
+		c3 := *cfg
+		gw3 := gateway.New(gateway.Options{Config: &c3, Log: log})
+		g := svc.NewGroup(svc.Options{Services: []svc.Service{gw3}, Log: log, Grace: 10 * time.Second})
+		must(t, g.Start(ctx))
+		t.Cleanup(func() { _ = g.Stop(ctx) })
+		_, r := modernCall(t, "http://"+gw3.Addr()+"/mcp", owner, "tools/call", "sleepy", map[string]any{"name": "sleepy",
+			"arguments": map[string]any{"seconds": 60, "marker": "orphan"}, "_meta": modernMeta(true)})
+		id, _ := r.Result["taskId"].(string)
+		if id == "" {
+			t.Fatalf("tools/call on the third replica: %+v", r)
+		}
+		stopCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_ = g.Stop(stopCtx)
+		if _, r := get(two, owner, id); r.Result["status"] != "failed" || r.Result["error"] == nil {
+			t.Errorf("task of a stopped replica: %+v", r.Result)
+		}
+		servicetest.Eventually(t, 30*time.Second, func() bool {
+			_, err := os.Stat(filepath.Join(tools, "orphan.cancelled"))
+			return err == nil
+		}, "the tool of a stopped replica's task is cancelled")
 	})
 
 	t.Run("without the extension", func(t *testing.T) {

@@ -44,7 +44,22 @@ type taskRunner struct {
 	ttl   time.Duration
 	ctx   context.Context
 	stop  context.CancelFunc
-	wg    sync.WaitGroup
+	// mu orders enter's Add before StopTasks' Wait: once stopping is set
+	// no task starts here.
+	mu       sync.Mutex
+	stopping bool
+	wg       sync.WaitGroup
+}
+
+// enter counts a starting task, or reports false once the replica stops.
+func (r *taskRunner) enter() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stopping {
+		return false
+	}
+	r.wg.Add(1)
+	return true
 }
 
 func newTaskRunner(bus *wire.Client, ttl time.Duration) *taskRunner {
@@ -56,9 +71,18 @@ func newTaskRunner(bus *wire.Client, ttl time.Duration) *taskRunner {
 }
 
 // StopTasks waits for the tool calls running as tasks on this replica
-// until ctx ends, then stops the rest: each is recorded as failed and its
-// tool is cancelled, so that no client polls a task nobody runs.
+// for half of ctx's remaining time (the rest is the NATS drain's), then
+// stops the rest: each is recorded as failed and its tool is cancelled,
+// so that no client polls a task nobody runs.
 func (m *Server) StopTasks(ctx context.Context) {
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, time.Now().Add(time.Until(dl)/2))
+		defer cancel()
+	}
+	m.tasks.mu.Lock()
+	m.tasks.stopping = true
+	m.tasks.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		m.tasks.wg.Wait()
@@ -205,6 +229,15 @@ func (m *Server) callAsTask(w http.ResponseWriter, q *request, msg *rpcMessage) 
 // background; the answer comes only once the task is durable, so a
 // tasks/get right after it finds the task on any replica.
 func (m *Server) startTask(ctx context.Context, q *request, p *callParams) (*createTaskResult, *rpcError) {
+	if !m.tasks.enter() {
+		return nil, m.registryError(ctx, wire.Errorf(wire.Unavailable, "this gateway replica is stopping; retry"))
+	}
+	started := false
+	defer func() {
+		if !started {
+			m.tasks.wg.Done()
+		}
+	}()
 	id, err := newTaskID()
 	if err != nil {
 		return nil, m.registryError(ctx, err)
@@ -221,7 +254,7 @@ func (m *Server) startTask(ctx context.Context, q *request, p *callParams) (*cre
 	// that outlasts the grace period stops it.
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(m.tasks.ctx, cancel)
-	m.tasks.wg.Add(1)
+	started = true
 	go func() {
 		defer m.tasks.wg.Done()
 		defer cancel()
@@ -250,6 +283,13 @@ func (m *Server) runTask(ctx context.Context, q *request, p *callParams, t *task
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taskFinishTimeout)
 	defer cancel()
 	done, err := m.tasks.store.Finish(wctx, fin)
+	if wire.IsTooLarge(err) {
+		// The result cannot be kept: the task fails rather than stay
+		// working until its TTL.
+		fin.Status, fin.Result, fin.Message = tasks.StatusFailed, nil, "the tool's result is too large to keep as a task result"
+		fin.Error, _ = json.Marshal(newRPCError(http.StatusOK, jsonrpc.CodeInternalError, "%s", fin.Message).Err)
+		done, err = m.tasks.store.Finish(wctx, fin)
+	}
 	if err != nil {
 		m.Log.ErrorContext(wctx, "recording the end of a task failed", "task", t.ID, "tool", t.Tool, "err", err)
 		return
