@@ -173,7 +173,13 @@ protocol_error_job.task_support = "optional"
 
 
 def confirm_delete(filename: str) -> str:
-    """Asks the user to confirm deleting filename (scenarios tasks-mrtr-input, tasks-dispatch-and-envelope)."""
+    """Asks the user to confirm deleting filename (scenarios tasks-mrtr-input, tasks-dispatch-and-envelope).
+
+    It asks through mirobody.elicit, the tool API of issue 17's elicitation
+    work. A task cannot wait for input yet (gateway/design.md "Tasks"), so
+    as a task this ends as a tool error: tasks-dispatch-and-envelope only
+    needs the task to end, and tasks-mrtr-input stays in the baseline.
+    """
     answer = mirobody.elicit("Delete %s?" % filename,
                              {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]})
     return "deleted %s" % filename if answer.get("confirm") else "kept %s" % filename
