@@ -250,8 +250,8 @@ func (m *Server) startTask(ctx context.Context, q *request, p *callParams) (*cre
 	if err != nil {
 		return nil, m.registryError(ctx, err)
 	}
-	// The call outlives the request, keeping its trace; only a shutdown
-	// that outlasts the grace period stops it.
+	// The call outlives the request, keeping its trace; only a stopping
+	// replica that runs out of time for it stops it (StopTasks).
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(m.tasks.ctx, cancel)
 	started = true
