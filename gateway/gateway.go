@@ -143,6 +143,10 @@ func (s *Service) Stop(ctx context.Context) error {
 	if s.srv != nil {
 		err = s.srv.Shutdown(ctx)
 	}
+	if s.mcp != nil {
+		// Tool calls running as tasks need NATS to record their end.
+		s.mcp.StopTasks(ctx)
+	}
 	return errors.Join(err, s.node.Stop(ctx))
 }
 

@@ -147,5 +147,6 @@ func (s *Service) register() error {
 		s.registerData(svc),
 		s.registerRevocations(svc),
 		s.registerAudit(svc),
+		s.registerTasks(svc),
 	)
 }

@@ -35,6 +35,7 @@ type Config struct {
 	MCPSessionKeys  []string `key:"MCP_SESSION_KEYS" default:"" secret:"true"`
 	MCPSessionTTLS  int      `key:"MCP_SESSION_TTL_S" default:"86400" min:"60"`
 	MCPKeepAliveS   int      `key:"MCP_KEEPALIVE_S" default:"25" min:"1"`
+	MCPTaskTTLS     int      `key:"MCP_TASK_TTL_S" default:"3600" min:"60"`
 	MCPMaxStreams   int      `key:"MCP_MAX_STREAMS_PER_ACCOUNT" default:"8" min:"1"`
 	RateLimitAcct   int      `key:"RATE_LIMIT_ACCOUNT" default:"1200" min:"0"`
 	RateLimitIP     int      `key:"RATE_LIMIT_IP" default:"600" min:"0"`

@@ -42,6 +42,9 @@ type callParams struct {
 // progress event, and the result is its last event. Deciding late keeps
 // the 401 of an anonymous call a real HTTP 401.
 func (m *Server) callTool(w http.ResponseWriter, q *request, msg *rpcMessage) {
+	if m.callAsTask(w, q, msg) {
+		return
+	}
 	var (
 		mu   sync.Mutex
 		sse  *sseWriter
@@ -104,11 +107,16 @@ func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, progress
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
 		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: tools/call needs a tool name")
 	}
+	return m.run(ctx, q, &p, callID(q, msg.ID), progress)
+}
+
+// run calls the tool of p as id (the call id a cancellation names).
+func (m *Server) run(ctx context.Context, q *request, p *callParams, id string, progress func(registry.ProgressEvent)) (any, *rpcError) {
 	args, err := registry.Arguments(p.Name, p.Arguments)
 	if err != nil {
 		return m.argumentError(ctx, q, err)
 	}
-	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: callID(q, msg.ID), Meta: p.Meta}
+	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: id, Meta: p.Meta}
 	if progress != nil {
 		req.ProgressSubject = wire.NewStream()
 		stop, err := m.relayProgress(req.ProgressSubject, progress)

@@ -69,6 +69,8 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 		return m.getPrompt(ctx, q, msg)
 	case msg.Method == "completion/complete":
 		return m.complete(ctx, q, msg)
+	case q.modern && (msg.Method == "tasks/get" || msg.Method == "tasks/update" || msg.Method == "tasks/cancel"):
+		return m.taskMethod(ctx, q, msg)
 	}
 	status := http.StatusOK
 	if q.modern {
@@ -110,6 +112,8 @@ func (m *Server) discover(q *request) any {
 		SupportedVersions: supportedVersions,
 		Capabilities:      capabilities(),
 	}
+	// Tasks are served in the modern era only (design.md "Tasks").
+	r.Capabilities.AddExtension(tasksExtension, nil)
 	r.ResultType = "complete"
 	return r
 }
@@ -123,6 +127,7 @@ type wireTool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Execution    json.RawMessage `json:"execution,omitempty"`
 	Meta         json.RawMessage `json:"_meta,omitempty"`
 }
 
@@ -160,8 +165,12 @@ func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (*l
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		out.Tools = append(out.Tools, wireTool{Name: t.Name, Title: t.Title, Description: t.Description,
-			InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations, Meta: t.Meta})
+		wt := wireTool{Name: t.Name, Title: t.Title, Description: t.Description,
+			InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations, Meta: t.Meta}
+		if q.modern {
+			wt.Execution = t.Execution // task support: served in the modern era only
+		}
+		out.Tools = append(out.Tools, wt)
 	}
 	if q.modern {
 		ttl := listTTLMs

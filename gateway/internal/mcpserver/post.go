@@ -185,13 +185,20 @@ func checkModern(r *http.Request, msg *rpcMessage) *rpcError {
 	if hm != msg.Method {
 		return newRPCError(http.StatusBadRequest, codeHeaderMismatch, "%s header %q does not match method %q", headerMethod, hm, msg.Method)
 	}
-	if msg.Method == "tools/call" {
-		var p struct {
-			Name string `json:"name"`
-		}
+	var p struct {
+		Name   string `json:"name"`
+		TaskID string `json:"taskId"`
+	}
+	switch msg.Method {
+	case "tools/call":
 		_ = json.Unmarshal(msg.Params, &p)
 		if hn := r.Header.Get(headerName); hn != p.Name {
 			return newRPCError(http.StatusBadRequest, codeHeaderMismatch, "%s header %q does not match tool name %q", headerName, hn, p.Name)
+		}
+	case "tasks/get", "tasks/update", "tasks/cancel": // SEP-2663 "Routing Headers"
+		_ = json.Unmarshal(msg.Params, &p)
+		if hn := r.Header.Get(headerName); hn != p.TaskID {
+			return newRPCError(http.StatusBadRequest, codeHeaderMismatch, "%s header %q does not match taskId %q", headerName, hn, p.TaskID)
 		}
 	}
 	return nil

@@ -77,6 +77,8 @@ type Options struct {
 	Version        string
 	// Log is the component logger. Required.
 	Log *slog.Logger
+	// TaskTTL is how long a task and its result are kept (MCP_TASK_TTL_S).
+	TaskTTL time.Duration
 }
 
 // Server serves /mcp for both protocol eras. See design.md for why this
@@ -92,6 +94,7 @@ type Server struct {
 	hub       *hub
 	challenge string
 	params    *paramIndex
+	tasks     *taskRunner
 }
 
 // New returns the /mcp handler, subscribed to the events it serves.
@@ -130,6 +133,7 @@ func New(opts Options) (*Server, error) {
 	base := strings.TrimRight(opts.PublicURL, "/")
 	return &Server{Options: opts, registry: registry.NewClient(opts.Bus), files: files.NewFS(opts.Bus), sealer: seal, revoked: revoked, hub: h,
 		params:    &paramIndex{now: time.Now},
+		tasks:     newTaskRunner(opts.Bus, opts.TaskTTL),
 		challenge: `Bearer resource_metadata="` + base + `/.well-known/oauth-protected-resource/mcp", scope="mcp"`}, nil
 }
 

@@ -231,12 +231,18 @@ func (m *Server) listen(w http.ResponseWriter, q *request, msg *rpcMessage) {
 		writeRPCError(w, msg.ID, newRPCError(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: notifications is required"))
 		return
 	}
+	taskIDs, taskSends, stopTasks, e := m.listenTasks(q, msg)
+	if e != nil {
+		writeRPCError(w, msg.ID, e)
+		return
+	}
+	defer stopTasks()
 	meta := mcp.Meta{mcp.MetaKeySubscriptionID: msg.ID} // the raw id, unchanged
 	// Everything a client may ask for is honoured, so the acknowledgement
 	// echoes the request.
 	ack := *p.Notifications
 	first := rpcNotification{JSONRPC: "2.0", Method: "notifications/subscriptions/acknowledged",
-		Params: &mcp.SubscriptionsAcknowledgedParams{Meta: meta, Notifications: ack}}
+		Params: acknowledged(meta, ack, taskIDs)}
 	o := optIn{tools: ack.ToolsListChanged, resources: ack.ResourcesListChanged, prompts: ack.PromptsListChanged}
 	if len(ack.ResourceSubscriptions) > 0 {
 		if e := m.checkSubscriptions(q, ack.ResourceSubscriptions); e != nil {
@@ -257,6 +263,7 @@ func (m *Server) listen(w http.ResponseWriter, q *request, msg *rpcMessage) {
 	m.stream(w, q.r, q.principal, streamHooks{
 		open:   func(sse *sseWriter) error { return sse.send(first) },
 		change: onChange,
+		sends:  taskSends,
 		// The server ends the subscription (shutdown): a result says so.
 		close: func(sse *sseWriter) {
 			r := &mcp.SubscriptionsListenResult{Meta: mcp.Meta{}}
@@ -267,11 +274,13 @@ func (m *Server) listen(w http.ResponseWriter, q *request, msg *rpcMessage) {
 }
 
 // streamHooks are what one kind of stream sends: open once at the start,
-// change on every visible change, close when the gateway stops. Any hook
-// may be nil but change.
+// change on every visible change, each function from sends as it comes
+// (task notifications), close when the gateway stops. Any hook may be nil
+// but change.
 type streamHooks struct {
 	open   func(*sseWriter) error
 	change func(*sseWriter, changes) error
+	sends  <-chan func(*sseWriter) error
 	close  func(*sseWriter)
 }
 
@@ -310,6 +319,10 @@ func (m *Server) stream(w http.ResponseWriter, r *http.Request, p *authn.Princip
 			return
 		case <-l.ch:
 			if hooks.change(sse, l.take()) != nil {
+				return
+			}
+		case send := <-hooks.sends:
+			if send(sse) != nil {
 				return
 			}
 		case <-tick.C:

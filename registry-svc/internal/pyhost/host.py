@@ -252,6 +252,10 @@ def describe(name, fn, logs):
     meta = getattr(fn, "meta", None)
     if isinstance(meta, dict):
         info["_meta"] = jsonable(meta)  # upstream: a tool's meta is its _meta
+    support = getattr(fn, "task_support", None)
+    if support in ("optional", "required"):
+        # SEP-2663: the client may poll a long call as a task.
+        info["execution"] = {"taskSupport": support}
     requires = getattr(fn, "requires_data", None)
     if isinstance(requires, str) and requires:
         info["requires_data"] = requires

@@ -64,6 +64,10 @@ type ToolInfo struct {
 	// Meta is the function's meta attribute (upstream Mirobody's), sent
 	// to MCP clients as the tool's _meta.
 	Meta json.RawMessage `json:"_meta,omitempty"`
+	// Execution is {"taskSupport": "optional"|"required"} when the
+	// function's task_support attribute says it may run as an MCP task
+	// (gateway/design.md "Tasks").
+	Execution json.RawMessage `json:"execution,omitempty"`
 	// RequiresData is the function's requires_data attribute
 	// (registry-svc/design.md "Data gating").
 	RequiresData string `json:"requires_data,omitempty"`
