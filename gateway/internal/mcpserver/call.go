@@ -48,7 +48,7 @@ func (m *Server) callTool(w http.ResponseWriter, q *request, msg *rpcMessage) {
 		done bool // the reply is written: late progress is dropped
 	)
 	var progress func(registry.ProgressEvent)
-	if token := progressToken(msg.Params); token != nil && q.sse {
+	if token := progressToken(msg.meta); token != nil && q.sse {
 		progress = func(ev registry.ProgressEvent) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -78,8 +78,8 @@ func (m *Server) callTool(w http.ResponseWriter, q *request, msg *rpcMessage) {
 }
 
 // progressToken returns params._meta.progressToken, or nil.
-func progressToken(params json.RawMessage) any {
-	raw, ok := metaOf(params)["progressToken"]
+func progressToken(meta map[string]json.RawMessage) any {
+	raw, ok := meta["progressToken"]
 	if !ok {
 		return nil
 	}
@@ -100,8 +100,8 @@ func progressToken(params json.RawMessage) any {
 // disconnect, modern stream close), or a registry that does not answer in
 // time, cancels the call.
 func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, progress func(registry.ProgressEvent)) (any, *rpcError) {
-	var p callParams
-	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
+	p := &msg.call
+	if msg.callErr != nil || p.Name == "" {
 		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: tools/call needs a tool name")
 	}
 	args, err := registry.Arguments(p.Name, p.Arguments)

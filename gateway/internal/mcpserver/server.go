@@ -92,6 +92,7 @@ type Server struct {
 	hub       *hub
 	challenge string
 	params    *paramIndex
+	lists     *encodedLists
 }
 
 // New returns the /mcp handler, subscribed to the events it serves.
@@ -129,7 +130,7 @@ func New(opts Options) (*Server, error) {
 	}
 	base := strings.TrimRight(opts.PublicURL, "/")
 	return &Server{Options: opts, registry: registry.NewClient(opts.Bus), files: files.NewFS(opts.Bus), sealer: seal, revoked: revoked, hub: h,
-		params:    &paramIndex{now: time.Now},
+		params: &paramIndex{now: time.Now}, lists: &encodedLists{},
 		challenge: `Bearer resource_metadata="` + base + `/.well-known/oauth-protected-resource/mcp", scope="mcp"`}, nil
 }
 
