@@ -209,11 +209,11 @@ func openaiParams(req *Request) (openai.ChatCompletionNewParams, error) {
 		}
 	}
 	for _, t := range req.Tools {
-		var schema shared.FunctionParameters
-		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+		schema, err := rawSchema(t.InputSchema)
+		if err != nil {
 			return p, fmt.Errorf("building request: schema of tool %s: %w", t.Name, err)
 		}
-		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
 		if t.Description != "" {
 			fd.Description = openai.String(t.Description)
 		}
