@@ -47,12 +47,15 @@ func BenchmarkCompare(b *testing.B) {
 	toolDir := b.TempDir()
 	must(b, os.WriteFile(filepath.Join(toolDir, "bench_tools.py"), []byte(pythonTools(compareTools)), 0o644))
 
+	// The calls go to a bare server with read_skill alone, as a small
+	// go-sdk server would be; the list goes to one with the 1,000 tools.
+	stackURL := benchStackTools(b, skills, []string{toolDir, "builtin"})
 	targets := []target{
-		{name: "go-sdk", url: bareListServer(b, skills, compareTools)},
-		{name: "mirobody", url: benchStackTools(b, skills, []string{toolDir, "builtin"})},
+		{name: "go-sdk", url: bareListServer(b, skills, 0), listURL: bareListServer(b, skills, compareTools)},
+		{name: "mirobody", url: stackURL, listURL: stackURL},
 	}
 	if url, why := fastMCPServer(b, skills); url != "" {
-		targets = append(targets, target{name: "fastmcp", url: url})
+		targets = append(targets, target{name: "fastmcp", url: url, listURL: url})
 	} else {
 		fmt.Printf("FastMCP: skipped (%s)\n", why)
 	}
@@ -61,7 +64,7 @@ func BenchmarkCompare(b *testing.B) {
 	listBody := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
 	for _, t := range targets {
 		must(b, post(http.DefaultClient, t.url, callBody, "hello"))
-		must(b, post(http.DefaultClient, t.url, listBody, "tool_0999"))
+		must(b, post(http.DefaultClient, t.listURL, listBody, "tool_0999"))
 	}
 	must(b, post(http.DefaultClient, targets[1].url, pyBody, "hello"))
 
@@ -80,7 +83,7 @@ func BenchmarkCompare(b *testing.B) {
 		}
 		for _, t := range targets {
 			k := key{t.name, "list", 1}
-			runs[k] = append(runs[k], load(b, t.url, listBody, 1))
+			runs[k] = append(runs[k], load(b, t.listURL, listBody, 1))
 		}
 		k := key{"mirobody", "python", 1}
 		runs[k] = append(runs[k], load(b, targets[1].url, pyBody, 1))
@@ -88,29 +91,33 @@ func BenchmarkCompare(b *testing.B) {
 	b.StopTimer()
 
 	med := func(k key) loadResult { return median(runs[k]) }
-	fmt.Printf("\ntools/call of read_skill, %d interleaved rounds of %s, medians (ratio = mirobody ÷ other, throughput)\n", compareRounds, compareRound)
-	fmt.Printf("%-4s %-10s %12s %10s %10s %8s\n", "c", "server", "calls/s", "p50", "p99", "ratio")
+	fmt.Printf("\ntools/call of read_skill, %d interleaved rounds of %s, medians\n", compareRounds, compareRound)
+	fmt.Printf("(ratio = mirobody's throughput ÷ the other's; p50 ratio = the other's p50 ÷ mirobody's; above 1: mirobody is faster)\n")
+	fmt.Printf("%-4s %-10s %10s %12s %12s %8s %9s\n", "c", "server", "calls/s", "p50", "p99", "ratio", "p50 ratio")
 	for _, c := range []int{1, 8, 32} {
 		ours := med(key{"mirobody", "call", c})
 		for _, t := range targets {
 			r := med(key{t.name, "call", c})
-			fmt.Printf("%-4d %-10s %12.0f %10s %10s %7.2fx\n", c, t.name, r.rate, r.p50, r.p99, ours.rate/r.rate)
+			fmt.Printf("%-4d %-10s %10.0f %12s %12s %7.2fx %8.2fx\n", c, t.name, r.rate, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond),
+				ours.rate/r.rate, float64(r.p50)/float64(ours.p50))
 		}
 	}
 	fmt.Printf("\ntools/list of %d tools at c=1, full answers (no If-None-Match)\n", compareTools)
 	fmt.Printf("%-10s %10s %10s %12s\n", "server", "p50", "p99", "lists/s")
 	for _, t := range targets {
 		r := med(key{t.name, "list", 1})
-		fmt.Printf("%-10s %10s %10s %12.0f\n", t.name, r.p50, r.p99, r.rate)
+		fmt.Printf("%-10s %10s %10s %12.0f\n", t.name, r.p50.Round(time.Microsecond), r.p99.Round(time.Microsecond), r.rate)
 	}
 	goCall, py := med(key{"mirobody", "call", 1}), med(key{"mirobody", "python", 1})
-	fmt.Printf("\nPython tool over the Go built-in, through mirobody at c=1: +%s p50 (%s vs %s)\n", py.p50-goCall.p50, py.p50, goCall.p50)
+	fmt.Printf("\nPython tool over the Go built-in, through mirobody at c=1: %+v p50 (%s vs %s)\n",
+		(py.p50 - goCall.p50).Round(time.Microsecond), py.p50.Round(time.Microsecond), goCall.p50.Round(time.Microsecond))
 	b.ReportMetric(ratio(med(key{"mirobody", "call", 1}), med(key{"go-sdk", "call", 1})), "c1-ratio")
 	b.ReportMetric(float64(med(key{"mirobody", "list", 1}).p99.Microseconds()), "list-p99-µs")
 }
 
-// target is one server under comparison.
-type target struct{ name, url string }
+// target is one server under comparison: url serves the calls, listURL
+// the list of compareTools tools.
+type target struct{ name, url, listURL string }
 
 // loadResult is one round against one target.
 type loadResult struct {
@@ -202,10 +209,10 @@ func pythonTools(n int) string {
 
 // bareListServer is bareServer (stateless, JSON replies, as the load
 // client expects) with n more tools of the same shape as pythonTools'.
+// It serves every tool in one page.
 func bareListServer(b *testing.B, skills string, n int) string {
 	b.Helper()
-	// One page: the list compared is the whole list.
-	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, &mcp.ServerOptions{PageSize: 2 * n})
+	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, &mcp.ServerOptions{PageSize: n + 1})
 	type args struct {
 		Name string `json:"name"`
 	}
