@@ -588,7 +588,10 @@ class Host(object):
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="tool")
 
     def send(self, msg):
-        data = (dumps(msg) + "\n").encode("utf-8")
+        self.send_line(dumps(msg))
+
+    def send_line(self, text):
+        data = (text + "\n").encode("utf-8")
         with self.wlock:
             self.wf.write(data)
 
@@ -665,11 +668,12 @@ class Host(object):
                 value = await self.loop.run_in_executor(self.pool, functools.partial(ctx.run, run_sync, mid, collect_sync, {"gen": value}))
             elif inspect.isasyncgen(value):
                 value = await collect_async(value)
-            result = to_result(name, value)
-            if len(dumps(result)) > MAX_RESULT_BYTES:
-                result = {"content": [{"type": "text", "text": "%s failed: its result is larger than %d bytes" % (name, MAX_RESULT_BYTES)}],
-                          "isError": True}
-            self.send({"id": mid, "result": result})
+            # Encoded once: the size check and the reply share the text.
+            encoded = dumps(to_result(name, value))
+            if len(encoded) > MAX_RESULT_BYTES:
+                encoded = dumps({"content": [{"type": "text", "text": "%s failed: its result is larger than %d bytes" % (name, MAX_RESULT_BYTES)}],
+                                 "isError": True})
+            self.send_line('{"id":%s,"result":%s}' % (dumps(mid), encoded))
         except asyncio.CancelledError:
             # A thread cannot be interrupted: remember it, so that a host
             # filling up with stuck threads gets replaced.
