@@ -56,6 +56,8 @@ type Service struct {
 	// stopPrune ends the audit retention loop; pruned is closed when it has.
 	stopPrune context.CancelFunc
 	pruned    chan struct{}
+	// groups batches each account's file changes into shared transactions.
+	groups groups
 }
 
 // New returns a vfs-svc that is not started.

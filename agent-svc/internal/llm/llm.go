@@ -182,3 +182,19 @@ func kindOfStatus(status int) string {
 	}
 	return "unavailable"
 }
+
+// rawSchema splits a tool's JSON Schema into its top-level members, each
+// kept as raw JSON. The SDKs copy raw JSON as it is, while a fully decoded
+// schema (maps of maps) was decoded and re-encoded by reflection for every
+// tool on every model step: most of the loop's own cost per step.
+func rawSchema(schema json.RawMessage) (map[string]any, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &members); err != nil {
+		return nil, err
+	}
+	out := make(map[string]any, len(members))
+	for k, v := range members {
+		out[k] = v
+	}
+	return out, nil
+}

@@ -51,7 +51,7 @@ func (m *Server) callTool(w http.ResponseWriter, q *request, msg *rpcMessage) {
 		done bool // the reply is written: late progress is dropped
 	)
 	var progress func(registry.ProgressEvent)
-	if token := progressToken(msg.Params); token != nil && q.sse {
+	if token := progressToken(msg.meta); token != nil && q.sse {
 		progress = func(ev registry.ProgressEvent) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -81,8 +81,8 @@ func (m *Server) callTool(w http.ResponseWriter, q *request, msg *rpcMessage) {
 }
 
 // progressToken returns params._meta.progressToken, or nil.
-func progressToken(params json.RawMessage) any {
-	raw, ok := metaOf(params)["progressToken"]
+func progressToken(meta map[string]json.RawMessage) any {
+	raw, ok := meta["progressToken"]
 	if !ok {
 		return nil
 	}
@@ -103,11 +103,11 @@ func progressToken(params json.RawMessage) any {
 // disconnect, modern stream close), or a registry that does not answer in
 // time, cancels the call.
 func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, progress func(registry.ProgressEvent)) (any, *rpcError) {
-	var p callParams
-	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
+	p := &msg.call
+	if msg.callErr != nil || p.Name == "" {
 		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: tools/call needs a tool name")
 	}
-	return m.run(ctx, q, &p, callID(q, msg.ID), progress)
+	return m.run(ctx, q, p, callID(q, msg.ID), progress)
 }
 
 // run calls the tool of p as id (the call id a cancellation names).

@@ -48,11 +48,7 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 	case msg.Method == "server/discover":
 		return m.discover(q), nil
 	case msg.Method == "tools/list":
-		res, _, e := m.listTools(ctx, q, msg)
-		if e != nil {
-			return nil, e
-		}
-		return res, nil
+		return m.listTools(ctx, q, msg)
 	case msg.Method == "resources/list":
 		return m.listResources(ctx, q, msg)
 	case msg.Method == "resources/templates/list":
@@ -141,24 +137,38 @@ type listResult struct {
 }
 
 // listTools returns the tools visible to the caller (gateway/design.md "Auth on
-// /mcp", registry-svc/design.md "Tool visibility") and the answer's HTTP ETag
-// (listETag).
-func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (*listResult, string, *rpcError) {
+// /mcp", registry-svc/design.md "Tool visibility").
+func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (*listResult, *rpcError) {
+	resp, e := m.listRegistry(ctx, q, msg)
+	if e != nil {
+		return nil, e
+	}
+	return listResultOf(q, resp), nil
+}
+
+// listRegistry checks a tools/list request and asks the registry for the
+// caller's tools. The answer is the registry client's shared copy: read-only.
+func (m *Server) listRegistry(ctx context.Context, q *request, msg *rpcMessage) (*registry.ListResponse, *rpcError) {
 	var p struct {
 		Cursor string `json:"cursor"`
 	}
 	if len(msg.Params) > 0 {
 		if err := json.Unmarshal(msg.Params, &p); err != nil {
-			return nil, "", newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: %v", err)
+			return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: %v", err)
 		}
 	}
 	if p.Cursor != "" {
-		return nil, "", newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: unknown cursor")
+		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: unknown cursor")
 	}
 	resp, err := m.registry.List(ctx, &registry.ListRequest{Caller: q.caller()})
 	if err != nil {
-		return nil, "", m.registryError(ctx, err)
+		return nil, m.registryError(ctx, err)
 	}
+	return resp, nil
+}
+
+// listResultOf renders the registry's answer as tools/list's result.
+func listResultOf(q *request, resp *registry.ListResponse) *listResult {
 	out := listResult{Tools: make([]wireTool, 0, len(resp.Tools))}
 	for _, t := range resp.Tools {
 		schema := t.InputSchema
@@ -179,7 +189,7 @@ func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (*l
 			out.CacheScope = "private"
 		}
 	}
-	return &out, listETag(resp.ETag, q), nil
+	return &out
 }
 
 // registryError maps a registry failure through the one code table

@@ -135,13 +135,13 @@ func viewOf(t *tasks.Task) taskView {
 	return v
 }
 
-// negotiatedTasks reports whether the request declares the tasks extension
-// in its _meta client capabilities.
-func negotiatedTasks(params json.RawMessage) bool {
+// negotiatedTasks reports whether the request's _meta (parseMessage's
+// msg.meta) declares the tasks extension in its client capabilities.
+func negotiatedTasks(meta map[string]json.RawMessage) bool {
 	var caps struct {
 		Extensions map[string]json.RawMessage `json:"extensions"`
 	}
-	if json.Unmarshal(metaOf(params)[mcp.MetaKeyClientCapabilities], &caps) != nil {
+	if json.Unmarshal(meta[mcp.MetaKeyClientCapabilities], &caps) != nil {
 		return false
 	}
 	_, ok := caps.Extensions[tasksExtension]
@@ -204,10 +204,10 @@ func (m *Server) callAsTask(w http.ResponseWriter, q *request, msg *rpcMessage) 
 	switch {
 	case support != taskOptional && support != taskRequired:
 		return false
-	case !negotiatedTasks(msg.Params) && support == taskRequired:
+	case !negotiatedTasks(msg.meta) && support == taskRequired:
 		writeRPCError(w, msg.ID, missingTasksCapability("tool %s runs only as a task: declare the %s extension", p.Name, tasksExtension))
 		return true
-	case !negotiatedTasks(msg.Params):
+	case !negotiatedTasks(msg.meta):
 		return false
 	case q.caller().Anonymous() && (tool.TakesUserInfo || tool.RequiresData != ""):
 		writeRPCError(w, msg.ID, m.unauthorized("tool "+p.Name+" needs an authenticated caller"))
@@ -320,7 +320,7 @@ type taskParams struct {
 // one. tasks/update is acknowledged and changes nothing: our tasks never
 // wait for input, so every response it carries answers no request.
 func (m *Server) taskMethod(ctx context.Context, q *request, msg *rpcMessage) (any, *rpcError) {
-	if !negotiatedTasks(msg.Params) {
+	if !negotiatedTasks(msg.meta) {
 		return nil, missingTasksCapability("%s needs the %s extension", msg.Method, tasksExtension)
 	}
 	var p taskParams

@@ -68,7 +68,7 @@ func (m *Server) listenTasks(q *request, msg *rpcMessage) (ids []string, sends <
 	if json.Unmarshal(msg.Params, &p) != nil || len(p.Notifications.TaskIDs) == 0 {
 		return nil, nil, stop, nil
 	}
-	if !negotiatedTasks(msg.Params) {
+	if !negotiatedTasks(msg.meta) {
 		return nil, nil, stop, missingTasksCapability("task notifications need the %s extension", tasksExtension)
 	}
 	if len(p.Notifications.TaskIDs) > maxListenTasks {

@@ -24,7 +24,15 @@ func TestNegotiatedTasks(t *testing.T) {
 		{`{"task":{"ttl":60000}}`, false}, // the v1 hint is no declaration
 		{``, false},
 	} {
-		if got := negotiatedTasks(json.RawMessage(tt.params)); got != tt.want {
+		var meta map[string]json.RawMessage
+		if tt.params != "" {
+			msg, _, e := parseMessage(json.RawMessage(`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":` + tt.params + `}`))
+			if e != nil {
+				t.Fatalf("parseMessage(%s): %v", tt.params, e)
+			}
+			meta = msg.meta
+		}
+		if got := negotiatedTasks(meta); got != tt.want {
 			t.Errorf("negotiatedTasks(%s) = %v, want %v", tt.params, got, tt.want)
 		}
 	}

@@ -46,6 +46,7 @@ MAX_GENERATOR_ITEMS = 100000  # a generator yielding more is cut off with an err
 
 TOOLS = {}  # name -> Tool
 TASKS = {}  # call id -> asyncio.Task
+DIRECT = {}  # call id -> DirectCall, for calls run straight on the pool (see Host.call_direct)
 RUNNING = set()  # ids of sync calls whose thread is running
 ABANDONED = set()  # ids of sync calls cancelled while their thread still runs
 THREADS_LOCK = threading.Lock()
@@ -59,6 +60,9 @@ class Tool(object):
         self.fn = fn
         self.info = info
         self.is_async = inspect.iscoroutinefunction(fn)
+        # A plain function runs straight from the reader on the pool, without
+        # the event loop's two hops (Host.call_direct).
+        self.direct = not (self.is_async or inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn))
         self.takes_user_info = info["takes_user_info"]
         self.fill_none = info.pop("_fill_none")
 
@@ -601,7 +605,10 @@ class Host(object):
         self.timings = {}
 
     def send(self, msg):
-        data = (dumps(msg) + "\n").encode("utf-8")
+        self.send_line(dumps(msg))
+
+    def send_line(self, text):
+        data = (text + "\n").encode("utf-8")
         with self.wlock:
             self.wf.write(data)
 
@@ -629,8 +636,85 @@ class Host(object):
                 # wall-clock times (registry-svc/design.md "Tracing"): when
                 # the request was read, ...
                 msg["_received_ns"] = time.time_ns()
-            self.loop.call_soon_threadsafe(self.dispatch, msg)
+            if not self.handle_direct(msg):
+                self.loop.call_soon_threadsafe(self.dispatch, msg)
         self.loop.call_soon_threadsafe(self.loop.stop)
+
+    def handle_direct(self, msg):
+        """Starts a call of a plain function, or cancels one, from the
+        reader thread; False when msg is for the event loop."""
+        op, mid = msg.get("op"), msg.get("id")
+        if op == "call":
+            tool = TOOLS.get(msg.get("name"))
+            if tool is None or not tool.direct:
+                return False
+            call = DirectCall()
+            with THREADS_LOCK:
+                DIRECT[mid] = call
+            if "traceparent" in msg:
+                # ... when its call started, as Host.call does.
+                self.timings[mid] = {"received_ns": msg.get("_received_ns"), "started_ns": time.time_ns()}
+            ctx = contextvars.copy_context()
+            ctx.run(HELPERS._call.set, (self.report_progress, mid) if msg.get("want_progress") else None)
+            ctx.run(HELPERS._traceparent.set, msg.get("traceparent"))
+            self.pool.submit(ctx.run, self.call_direct, mid, tool, msg, call)
+            return True
+        if op == "cancel":
+            with THREADS_LOCK:
+                call = DIRECT.pop(mid, None)
+                if call is None:
+                    return False
+                call.cancelled = True
+                # A thread cannot be interrupted: remember it, so that a
+                # host filling up with stuck threads gets replaced.
+                if mid in RUNNING:
+                    ABANDONED.add(mid)
+            self.reply(mid, {"id": mid, "cancelled": True})
+            return True
+        return False
+
+    def call_direct(self, mid, tool, msg, call):
+        """Runs a plain function's call on this pool thread and answers it,
+        unless it was cancelled meanwhile (the answer was sent then)."""
+        name = tool.name
+        try:
+            kwargs = dict(msg.get("args") or {})
+            for p in tool.fill_none:
+                kwargs.setdefault(p, None)
+            if tool.takes_user_info:
+                kwargs["user_info"] = msg.get("user_info")
+            with THREADS_LOCK:
+                if call.cancelled:
+                    return  # cancelled before it started: it never runs
+            value = run_sync(mid, tool.fn, kwargs)
+            if inspect.isawaitable(value) or inspect.isasyncgen(value):
+                # A plain function that returned a coroutine: the loop runs it.
+                value = asyncio.run_coroutine_threadsafe(resolve(value), self.loop).result()
+            if inspect.isgenerator(value):
+                value = run_sync(mid, collect_sync, {"gen": value})
+            line = self.result_line(mid, name, value)
+        except GeneratorTooLarge as e:
+            line = dumps(self.with_timing(mid, {"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True}}))
+        except BaseException as e:
+            text = "%s failed: %s: %s" % (name, type(e).__name__, e)
+            line = dumps(self.with_timing(mid, {"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},
+                                                "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))}))
+        with THREADS_LOCK:
+            if call.cancelled:
+                return
+            DIRECT.pop(mid, None)
+        self.send_line(line)
+
+    def result_line(self, mid, name, value):
+        """The reply line carrying value as name's result, encoded once for
+        the size check and the reply."""
+        encoded = dumps(to_result(name, value))
+        if len(encoded) > MAX_RESULT_BYTES:
+            encoded = dumps({"content": [{"type": "text", "text": "%s failed: its result is larger than %d bytes" % (name, MAX_RESULT_BYTES)}],
+                             "isError": True})
+        timing = self.end_timing(mid)
+        tail = ',"timing":%s' % dumps(timing) if timing is not None else ""
+        return '{"id":%s,"result":%s%s}' % (dumps(mid), encoded, tail)
 
     def dispatch(self, msg):
         op = msg.get("op")
@@ -695,11 +779,7 @@ class Host(object):
                 value = await self.loop.run_in_executor(self.pool, functools.partial(ctx.run, run_sync, mid, collect_sync, {"gen": value}))
             elif inspect.isasyncgen(value):
                 value = await collect_async(value)
-            result = to_result(name, value)
-            if len(dumps(result)) > MAX_RESULT_BYTES:
-                result = {"content": [{"type": "text", "text": "%s failed: its result is larger than %d bytes" % (name, MAX_RESULT_BYTES)}],
-                          "isError": True}
-            self.reply(mid, {"id": mid, "result": result})
+            self.send_line(self.result_line(mid, name, value))
         except asyncio.CancelledError:
             # A thread cannot be interrupted: remember it, so that a host
             # filling up with stuck threads gets replaced.
@@ -719,11 +799,22 @@ class Host(object):
 
     def reply(self, mid, msg):
         """Sends a call's reply, with its timing when the call is traced."""
-        timing = self.timings.get(mid)
+        self.send(self.with_timing(mid, msg))
+
+    def with_timing(self, mid, msg):
+        """msg with the traced call's timing added, if mid is traced."""
+        timing = self.end_timing(mid)
+        if timing is not None:
+            msg["timing"] = timing
+        return msg
+
+    def end_timing(self, mid):
+        """The traced call's timing ended now, or None; it is forgotten, so
+        the one reply of a call carries it."""
+        timing = self.timings.pop(mid, None)
         if timing is not None:
             timing["ended_ns"] = time.time_ns()
-            msg["timing"] = timing
-        self.send(msg)
+        return timing
 
     async def extra(self, mid, op, msg):
         """Reads a resource, renders a prompt or completes an argument; the
@@ -767,6 +858,22 @@ class Host(object):
         threading.Thread(target=self.read_loop, name="reader", daemon=True).start()
         self.send({"op": "hello", "python": "%d.%d.%d" % sys.version_info[:3], "pid": os.getpid()})
         self.loop.run_forever()
+
+
+class DirectCall(object):
+    """A call run straight on the pool; cancelled once its caller gave up."""
+
+    def __init__(self):
+        self.cancelled = False
+
+
+async def resolve(value):
+    """Awaits what a plain function returned, as Host.call does."""
+    if inspect.isawaitable(value):
+        value = await value
+    if inspect.isasyncgen(value):
+        value = await collect_async(value)
+    return value
 
 
 def run_sync(mid, fn, kwargs):
