@@ -133,7 +133,7 @@ func New(opts Options) (*Server, error) {
 	}
 	base := strings.TrimRight(opts.PublicURL, "/")
 	return &Server{Options: opts, registry: registry.NewClient(opts.Bus), files: files.NewFS(opts.Bus), sealer: seal, revoked: revoked, hub: h,
-		params:    &paramIndex{now: time.Now}, lists: &encodedLists{},
+		params: &paramIndex{now: time.Now}, lists: &encodedLists{},
 		tasks:     newTaskRunner(opts.Bus, opts.TaskTTL),
 		challenge: `Bearer resource_metadata="` + base + `/.well-known/oauth-protected-resource/mcp", scope="mcp"`}, nil
 }
