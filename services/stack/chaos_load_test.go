@@ -231,9 +231,10 @@ type chaosLoad struct {
 	next    atomic.Uint64
 }
 
-// run starts workers per kind and returns a function that stops them and
+// run starts workers per kind, each starting a request at most every
+// interval (0: back to back), and returns a function that stops them and
 // waits for their requests in flight.
-func (l *chaosLoad) run(kinds []chaosKind, workers int) (stop func()) {
+func (l *chaosLoad) run(kinds []chaosKind, workers int, interval time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	l.began = time.Now()
 	var wg sync.WaitGroup
@@ -244,7 +245,12 @@ func (l *chaosLoad) run(kinds []chaosKind, workers int) (stop func()) {
 		for range workers {
 			wg.Go(func() {
 				for ctx.Err() == nil {
+					next := time.Now().Add(interval)
 					l.one(k, c)
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Until(next)):
+					}
 				}
 			})
 		}

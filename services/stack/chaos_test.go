@@ -16,6 +16,11 @@ var chaosPhase = flag.Duration("chaos.phase", 3*time.Second, "load time before t
 // machine busy with other packages' tests; `make chaos` with the default 2 s.
 var chaosLiveness = flag.Duration("chaos.liveness", 1500*time.Millisecond, "LIVENESS_MS of the chaos run's services (TestChaos)")
 
+// chaosInterval paces each load worker. `make test` starts a request at
+// most every 50 ms per worker, so that the run does not starve the tests
+// of packages running beside it; `make chaos` runs them back to back.
+var chaosInterval = flag.Duration("chaos.interval", 50*time.Millisecond, "least time between the starts of one load worker's requests (TestChaos)")
+
 // chaosLogs keeps the processes' logs (and configs) in a folder instead of
 // a temporary one, for a look after the run.
 var chaosLogs = flag.String("chaos.logs", "", "folder that keeps the chaos run's process logs (TestChaos)")
@@ -42,7 +47,7 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	setPhase("warm-up")
-	stop := load.run(kinds, 2)
+	stop := load.run(kinds, 2, *chaosInterval)
 	stopped := false
 	defer func() {
 		if !stopped {

@@ -210,21 +210,22 @@ include ./auth.conf
 		"AGENT_HEARTBEAT_MS=500",
 		fmt.Sprintf("LIVENESS_MS=%d", chaosLiveness.Milliseconds()),
 	}
-	node := 0
-	add := func(name, target string, extra ...string) {
+	// vfs-svc (one replica) on the first node, replica i of the others on
+	// node i (mod nodes): the NATS node the run kills, the second, holds one
+	// replica of each, and the other replica sits elsewhere.
+	add := func(name, target string, node int, extra ...string) {
 		admin := freeAddr(t)
 		env := append([]string{chaosRole + "=serve", chaosArg + "=" + target,
 			"NATS_URL=nats://" + client[node%nodes], "ADMIN_ADDR=" + admin}, common...)
-		node++
 		top.procs[name] = &chaosProc{name: name, log: filepath.Join(dir, name+".log"), env: append(env, extra...),
 			ready: func() bool { return httpOK("http://" + admin + "/readyz") }}
 	}
-	add("vfs", "vfs-svc")
+	add("vfs", "vfs-svc", 0)
 	for i := 1; i <= 2; i++ {
-		add(fmt.Sprintf("registry-%d", i), "registry-svc")
-		add(fmt.Sprintf("agent-%d", i), "agent-svc")
+		add(fmt.Sprintf("registry-%d", i), "registry-svc", i)
+		add(fmt.Sprintf("agent-%d", i), "agent-svc", i)
 		addr := freeAddr(t)
-		add(fmt.Sprintf("gateway-%d", i), "gateway", "HTTP_ADDR="+addr, "MCP_PUBLIC_URL=http://"+addr)
+		add(fmt.Sprintf("gateway-%d", i), "gateway", i, "HTTP_ADDR="+addr, "MCP_PUBLIC_URL=http://"+addr)
 		top.gateways = append(top.gateways, "http://"+addr)
 	}
 	for _, name := range []string{"vfs", "registry-1", "registry-2", "agent-1", "agent-2", "gateway-1", "gateway-2"} {
