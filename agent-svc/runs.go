@@ -18,6 +18,7 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -264,6 +265,7 @@ func (r *turnRun) run(ctx context.Context) {
 	defer func() { beat.Stop(); close(stopBeat); <-beatDone }()
 
 	finish := r.turn(ctx, log)
+	r.nameSession(ctx, log, finish)
 	r.emit(agent.Event{Type: agent.EventEnd, FinishReason: finish})
 }
 
@@ -273,7 +275,12 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	t := &turn.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: r.history,
 		Provider: r.provider.provider, Remote: r.provider.remote, Prompt: r.prompt, MCPToken: r.req.MCPToken, Model: r.provider.model, Emit: r.emit, MCPServers: r.req.MCPServers,
 		PromptData: turn.PromptData{Date: today(r.req.Timezone), Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
-	out, err := r.s.agents[r.kind].Run(ctx, t)
+	atts, err := r.s.loadAttachments(ctx, files.Scope{AccountID: r.req.AccountID, SessionID: r.sessionID}, r.req.Attachments)
+	var out *turn.Outcome
+	if err == nil {
+		t.Attachments = atts
+		out, err = r.s.agents[r.kind].Run(ctx, t)
+	}
 	// The session is written even when the run was cancelled, with a
 	// deadline of its own.
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -11,9 +11,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/mirobody/mirobody-go/gateway/internal/attach"
 	"github.com/mirobody/mirobody-go/gateway/internal/oauth"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -34,6 +36,8 @@ type chatRequest struct {
 	// MCPServers are external MCP servers for this turn only
 	// (registry-svc/design.md "External MCP servers").
 	MCPServers []agent.ServerSpec `json:"mcp_servers"`
+	// Attachments are files of the message (agent-svc/design.md "Attachments").
+	Attachments []attach.File `json:"attachments"`
 }
 
 // chat answers POST /api/chat with the turn's events as Server-Sent
@@ -59,6 +63,9 @@ func (s *Service) chat(c echo.Context) error {
 	req := &agent.StartRequest{RunID: uuid.NewString(), AccountID: principal(c).AccountID, SessionID: body.SessionID, Question: q,
 		Agent: body.Agent, Provider: body.Provider, Model: body.Model, Language: body.Language, Timezone: body.Timezone,
 		PromptName: body.PromptName, MCPServers: body.MCPServers}
+	if err := s.storeAttachments(c.Request().Context(), req, body.Attachments); err != nil {
+		return err
+	}
 	if err := s.baseToken(c.Request().Context(), req); err != nil {
 		return err
 	}
@@ -118,6 +125,30 @@ func (s *Service) recordFailedTurn(ctx context.Context, req *agent.StartRequest,
 	if err != nil {
 		s.log.Error("recording a lost turn in its session failed", "run_id", req.RunID, "session_id", ack.SessionID, "err", err)
 	}
+}
+
+// storeAttachments checks a message's files and stores them in the
+// session's folder before the run starts, so that a failed turn loses
+// none of them; a new session gets its id here.
+func (s *Service) storeAttachments(ctx context.Context, req *agent.StartRequest, in []attach.File) error {
+	if len(in) == 0 {
+		return nil
+	}
+	cfg := s.opts.Config
+	err := attach.Check(in, attach.Limits{MaxBytes: cfg.AttachMaxBytes, MaxFiles: cfg.AttachMaxFiles, Types: cfg.AttachTypes, MaxPayload: s.node.Client.MaxPayload()})
+	if err != nil {
+		return err
+	}
+	if req.SessionID == "" {
+		req.SessionID = sessions.NewID()
+	} else if err := sessions.CheckID(req.SessionID); err != nil {
+		return err
+	}
+	if req.Question == "" {
+		req.Question = "Please look at the attached files."
+	}
+	req.Attachments, err = attach.Store(ctx, files.NewFS(s.node.Client), files.Scope{AccountID: req.AccountID, SessionID: req.SessionID}, in)
+	return err
 }
 
 // baseToken gives a Base turn the token its provider presents to /mcp: a
