@@ -32,6 +32,7 @@ const maxChartSeries = 6
 
 // healthChart charts rows, or bucketed stats (their averages), one series
 // per indicator and unit; nil when there is nothing to draw over time.
+// A series of one point is drawn as a dot.
 func healthChart(q *userdata.HealthQueryRequest, resp *userdata.HealthQueryResponse) *Chart {
 	type point struct {
 		t time.Time
@@ -65,9 +66,6 @@ func healthChart(q *userdata.HealthQueryRequest, resp *userdata.HealthQueryRespo
 	c := &Chart{Type: "timeseries", Title: title}
 	for _, k := range order[:min(len(order), maxChartSeries)] {
 		pts := series[k]
-		if len(pts) < 2 {
-			continue
-		}
 		slices.SortFunc(pts, func(a, b point) int { return cmp.Compare(a.t.UnixNano(), b.t.UnixNano()) })
 		s := ChartSeries{Name: k.name, Unit: k.unit}
 		for _, p := range pts {
