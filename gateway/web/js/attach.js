@@ -17,7 +17,7 @@ function render() {
       pending.splice(i, 1);
       render();
     });
-    list.append(h("li", { class: "file-chip", "data-name": f.name }, h("span", {}, `📎 ${f.name}`), h("span", { class: "muted small" }, ` ${size(f.size)}`), remove));
+    list.append(h("li", { class: "file-chip", "data-name": f.name }, h("span", {}, f.name), h("span", { class: "muted small" }, ` ${size(f.size)}`), remove));
   });
 }
 

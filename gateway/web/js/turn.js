@@ -203,7 +203,7 @@ export class Turn {
 /** userMessage renders a question and the names of its attachments. */
 export function userMessage(text, files = []) {
   const msg = h("div", { class: "msg msg-user" }, h("div", { class: "text" }, text));
-  if (files.length) msg.append(h("ul", { class: "msg-files" }, ...files.map((n) => h("li", { class: "file-chip" }, `📎 ${n}`))));
+  if (files.length) msg.append(h("ul", { class: "msg-files" }, ...files.map((n) => h("li", { class: "file-chip" }, n))));
   return msg;
 }
 
