@@ -91,5 +91,17 @@ func TestWebAttachments(t *testing.T) {
 	  document.getElementById("composer-input").dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
 	})()`))
 	b.waitFor("the pasted file is listed", `document.querySelector("#composer-files li")?.dataset.name === "pasted.csv"`)
+	// A file dropped on the chat is queued too.
+	b.do("dropping a file", chromedp.Evaluate[chromedp.Void](`(() => {
+	  const dt = new DataTransfer();
+	  dt.items.add(new File(["# notes\n"], "dropped.md", { type: "text/markdown" }));
+	  const t = document.getElementById("transcript");
+	  t.dispatchEvent(new DragEvent("dragover", { dataTransfer: dt, bubbles: true, cancelable: true }));
+	  t.dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+	})()`))
+	b.waitFor("the dropped file is listed", `[...document.querySelectorAll("#composer-files li")].map((e) => e.dataset.name).join("|") === "pasted.csv|dropped.md"`)
+	if eval[bool](b, `document.getElementById("view-chat").classList.contains("dropping")`) {
+		t.Error("the drop highlight stays after the drop")
+	}
 	b.noPageErrors()
 }

@@ -33,6 +33,7 @@ func TestAttachmentParams(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := responsesParams(&MCPRequest{Model: "m", Messages: []Message{replayed, {Role: RoleAssistant, Content: "ok"}, live}})
+	am := anthropicMCPParams(&MCPRequest{Model: "m", Messages: []Message{replayed, {Role: RoleAssistant, Content: "ok"}, live}})
 	tests := []struct {
 		name string
 		got  string
@@ -44,6 +45,10 @@ func TestAttachmentParams(t *testing.T) {
 			`{"image_url":{"url":"data:image/png;base64,cG5n"},"type":"image_url"}`,
 			`Attached file n.csv (text/csv, stored at /attachments/n.csv):\n\u003c\u003c\u003c\na,b`}},
 		{"messages", mustJSON(an), []string{
+			`{"source":{"data":"JVBERi0x","media_type":"application/pdf","type":"base64"},"title":"r.pdf","type":"document"}`,
+			`{"source":{"data":"cG5n","media_type":"image/png","type":"base64"},"type":"image"}`,
+			`read it with read_file.]`}},
+		{"messages with the MCP connector", mustJSON(am), []string{
 			`{"source":{"data":"JVBERi0x","media_type":"application/pdf","type":"base64"},"title":"r.pdf","type":"document"}`,
 			`{"source":{"data":"cG5n","media_type":"image/png","type":"base64"},"type":"image"}`,
 			`read it with read_file.]`}},
