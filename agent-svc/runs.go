@@ -244,7 +244,7 @@ func (r *turnRun) emit(ev agent.Event) {
 
 func (r *turnRun) run(ctx context.Context) {
 	log := r.s.log.With("run_id", r.req.RunID, "session_id", r.sessionID)
-	r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID})
+	r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID, Attachments: r.req.Attachments})
 	for _, n := range r.notices {
 		r.emit(agent.Event{Type: agent.EventNotice, Message: n})
 	}

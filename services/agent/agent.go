@@ -187,6 +187,9 @@ type Event struct {
 	OutputTokens     int64 `json:"output_tokens,omitempty"`
 	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// Attachments are the question's files, on the start event, so that
+	// a saved transcript shows them.
+	Attachments []Attachment `json:"attachments,omitempty"`
 	// Message is the text of a notice or an error.
 	Message      string `json:"message,omitempty"`
 	FinishReason string `json:"finish_reason,omitempty"`

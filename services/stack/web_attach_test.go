@@ -83,6 +83,9 @@ func TestWebAttachments(t *testing.T) {
 	// Reopened, the session shows the chart again from its saved events.
 	b.do("reopening the session", chromedp.Reload())
 	b.waitFor("the chart draws again", `document.querySelectorAll("#transcript .chat-chart .plot canvas").length >= 3`)
+	if files := eval[string](b, `[...document.querySelectorAll("#transcript .msg-user .file-chip")].map((e) => e.textContent).join("|")`); files != "lab-report.pdf|scan.png" {
+		t.Errorf("the reopened session shows the files %q", files)
+	}
 
 	// A pasted file is queued like a picked one.
 	b.do("pasting a file", chromedp.Evaluate[chromedp.Void](`(() => {

@@ -177,10 +177,11 @@ async function openSession(id) {
     const s = await api(`/api/sessions/${encodeURIComponent(id)}`);
     if (sessionID !== id) return; // another session was opened meanwhile
     for (const turn of s.turns || []) {
-      t.append(userMessage(turn.question || ""));
+      const evs = Array.isArray(turn.events) ? turn.events : [];
+      const files = evs.find((ev) => ev.type === "start")?.attachments || [];
+      t.append(userMessage(turn.question || "", files.map((f) => f.name)));
       const view = new Turn();
       t.append(view.el);
-      const evs = Array.isArray(turn.events) ? turn.events : [];
       if (evs.length) for (const ev of evs) view.apply(ev);
       else view.apply({ type: "text", text: turn.answer || "" });
       view.finish(turn.finish_reason || "stop");
