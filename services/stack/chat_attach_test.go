@@ -244,3 +244,39 @@ func TestChatAttachments(t *testing.T) {
 		}
 	})
 }
+
+// TestBaseAgentAttachments: a Base turn's files reach the provider that
+// runs the tool loop in its native shape too (Responses input_file and
+// input_image, the Messages MCP connector's document and image blocks).
+func TestBaseAgentAttachments(t *testing.T) {
+	srv := scripted.New(scripted.Demo)
+	t.Cleanup(srv.Close)
+	addr := freeAddr(t)
+	st := startChatStack(t, srv, func(c *conf.Config) {
+		c.HTTPAddr, c.MCPPublicURL = addr, "http://"+addr
+		c.ProvidersBase = map[string]conf.Provider{
+			"an": {Type: "anthropic", Model: "claude-test", BaseURL: srv.AnthropicBaseURL()},
+			"oa": {Type: "openai-responses", Model: "gpt-test", BaseURL: srv.OpenAIBaseURL()},
+		}
+	})
+	pdf, err := os.ReadFile("testdata/lab-report.pdf")
+	must(t, err)
+	img := testPNG(t)
+	for _, tc := range []struct{ provider, format, pdfKind, imageKind string }{
+		{"oa", scripted.FormatResponses, "input_file", "input_image"},
+		{"an", scripted.FormatAnthropic, "document", "image"},
+	} {
+		t.Run(tc.provider, func(t *testing.T) {
+			evs := st.chat(t, map[string]any{"question": "Read my report", "agent": "base", "provider": tc.provider, "attachments": []map[string]any{
+				{"name": "lab-report.pdf", "data": pdf}, {"name": "scan.png", "data": img}}})
+			if end := evs[len(evs)-1]; end.FinishReason != agent.FinishStop {
+				t.Fatalf("the turn ended %+v (errors %v)", end, srv.Errors())
+			}
+			rec := lastOf(t, srv, tc.format)
+			if rec.MCP == nil || len(rec.Parts) != 2 || rec.Parts[0].Kind != tc.pdfKind || !bytes.Equal(rec.Parts[0].Data, pdf) ||
+				rec.Parts[1].Kind != tc.imageKind || rec.Parts[1].MediaType != "image/png" || !bytes.Equal(rec.Parts[1].Data, img) {
+				t.Errorf("the %s request (MCP %v) has the parts %+v", tc.format, rec.MCP != nil, rec.Parts)
+			}
+		})
+	}
+}
