@@ -63,7 +63,10 @@ func (s *Service) chat(c echo.Context) error {
 	req := &agent.StartRequest{RunID: uuid.NewString(), AccountID: principal(c).AccountID, SessionID: body.SessionID, Question: q,
 		Agent: body.Agent, Provider: body.Provider, Model: body.Model, Language: body.Language, Timezone: body.Timezone,
 		PromptName: body.PromptName, MCPServers: body.MCPServers}
-	if err := s.storeAttachments(c.Request().Context(), req, body.Attachments); err != nil {
+	cfg := s.opts.Config
+	err := attach.ForTurn(c.Request().Context(), files.NewFS(s.node.Client), req, body.Attachments,
+		attach.Limits{MaxBytes: cfg.AttachMaxBytes, MaxFiles: cfg.AttachMaxFiles, Types: cfg.AttachTypes, MaxPayload: s.node.Client.MaxPayload()})
+	if err != nil {
 		return err
 	}
 	if err := s.baseToken(c.Request().Context(), req); err != nil {
@@ -125,30 +128,6 @@ func (s *Service) recordFailedTurn(ctx context.Context, req *agent.StartRequest,
 	if err != nil {
 		s.log.Error("recording a lost turn in its session failed", "run_id", req.RunID, "session_id", ack.SessionID, "err", err)
 	}
-}
-
-// storeAttachments checks a message's files and stores them in the
-// session's folder before the run starts, so that a failed turn loses
-// none of them; a new session gets its id here.
-func (s *Service) storeAttachments(ctx context.Context, req *agent.StartRequest, in []attach.File) error {
-	if len(in) == 0 {
-		return nil
-	}
-	cfg := s.opts.Config
-	err := attach.Check(in, attach.Limits{MaxBytes: cfg.AttachMaxBytes, MaxFiles: cfg.AttachMaxFiles, Types: cfg.AttachTypes, MaxPayload: s.node.Client.MaxPayload()})
-	if err != nil {
-		return err
-	}
-	if req.SessionID == "" {
-		req.SessionID = sessions.NewID()
-	} else if err := sessions.CheckID(req.SessionID); err != nil {
-		return err
-	}
-	if req.Question == "" {
-		req.Question = "Please look at the attached files."
-	}
-	req.Attachments, err = attach.Store(ctx, files.NewFS(s.node.Client), files.Scope{AccountID: req.AccountID, SessionID: req.SessionID}, in)
-	return err
 }
 
 // baseToken gives a Base turn the token its provider presents to /mcp: a

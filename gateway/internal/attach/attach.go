@@ -17,6 +17,7 @@ import (
 
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -153,4 +154,28 @@ func Store(ctx context.Context, fs *files.FS, scope files.Scope, in []File) ([]a
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// ForTurn checks a chat message's files and stores them in the session's
+// folder before the run starts, so that a failed turn loses none of them,
+// and names them in req. A new session gets its id here; a message of
+// files only gets a question.
+func ForTurn(ctx context.Context, fs *files.FS, req *agent.StartRequest, in []File, l Limits) error {
+	if len(in) == 0 {
+		return nil
+	}
+	if err := Check(in, l); err != nil {
+		return err
+	}
+	if req.SessionID == "" {
+		req.SessionID = sessions.NewID()
+	} else if err := sessions.CheckID(req.SessionID); err != nil {
+		return err
+	}
+	if strings.TrimSpace(req.Question) == "" {
+		req.Question = "Please look at the attached files."
+	}
+	var err error
+	req.Attachments, err = Store(ctx, fs, files.Scope{AccountID: req.AccountID, SessionID: req.SessionID}, in)
+	return err
 }
