@@ -56,6 +56,15 @@ type Turn struct {
 	// MCPServers are the turn's own external MCP servers (the chat
 	// request's mcp_servers), passed to registry-svc on list and call.
 	MCPServers []agent.ServerSpec
+	// Resume is the checkpoint a resumed turn continues from; nil starts
+	// from History and Question.
+	Resume *Checkpoint
+	// Durable checkpoints the turn and pauses it for approvals; nil for
+	// none.
+	Durable Durable
+	// Interrupt names the tools whose calls need the user's approval
+	// (INTERRUPT_ON_{NAME}).
+	Interrupt []string
 }
 
 // Outcome is how a turn ended.
