@@ -66,7 +66,7 @@ type numberedEvent struct {
 }
 
 func newRecorder(s *Service, runID, owner string, seq int64, hb time.Duration, stopRun context.CancelCauseFunc) *recorder {
-	return &recorder{s: s, runID: runID, owner: owner, seq: seq, hb: hb, lease: agent.MissedHeartbeats * hb, stopRun: stopRun,
+	return &recorder{s: s, runID: runID, owner: owner, seq: seq, hb: hb, lease: agent.Lease(hb), stopRun: stopRun,
 		subject: agent.RunEvents.For("run-" + runID), lastOK: time.Now(),
 		kick: make(chan struct{}, 1), syncs: make(chan chan error), stop: make(chan bool), done: make(chan struct{})}
 }

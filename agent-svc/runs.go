@@ -167,7 +167,7 @@ func (s *Service) beginTurn(ctx context.Context, req *agent.StartRequest, sessio
 		stored.SessionID, stored.MCPToken = sessionID, "" // the token is a secret, and a Base run is not resumed
 		data, _ := json.Marshal(&stored)
 		_, err = s.runStore.Create(ctx, &runs.CreateRequest{RunID: req.RunID, AccountID: req.AccountID, SessionID: sessionID, Request: data,
-			Owner: owner, LeaseMS: int((agent.MissedHeartbeats * hb).Milliseconds())})
+			Owner: owner, LeaseMS: int(agent.Lease(hb).Milliseconds())})
 	}
 	switch wire.CodeOf(err) {
 	case "":
@@ -316,6 +316,10 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 			return r.fail(saveCtx, log, agent.FinishUnavailable, "a service the agent needs is unavailable")
 		}
 		return r.fail(saveCtx, log, agent.FinishError, "the turn could not start")
+	}
+	// The run may have been lost while the agent ran: only its owner saves.
+	if errors.Is(r.rec.sync(saveCtx), errLost) {
+		return ""
 	}
 	finish := out.Finish
 	if errors.Is(context.Cause(ctx), context.Canceled) {

@@ -35,7 +35,7 @@ func (s *Service) sweep(ctx context.Context) {
 		for ctx.Err() == nil {
 			owner := uuid.NewString()
 			claimCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			resp, err := s.runStore.Claim(claimCtx, &runs.ClaimRequest{Owner: owner, LeaseMS: int((agent.MissedHeartbeats * hb).Milliseconds())})
+			resp, err := s.runStore.Claim(claimCtx, &runs.ClaimRequest{Owner: owner, LeaseMS: int(agent.Lease(hb).Milliseconds())})
 			cancel()
 			if err != nil {
 				s.log.Debug("claiming runs failed", "err", err)
@@ -44,7 +44,13 @@ func (s *Service) sweep(ctx context.Context) {
 			if !resp.Claimed {
 				break
 			}
-			s.resume(ctx, &resp.Run, owner, hb)
+			// Resumed side by side: one slow resume must not hold up the
+			// others past their new lease.
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.resume(ctx, &resp.Run, owner, hb)
+			}()
 		}
 	}
 }

@@ -16,15 +16,24 @@ type Client struct{ c *wire.Client }
 // NewClient returns a Client over c.
 func NewClient(c *wire.Client) *Client { return &Client{c: c} }
 
-// MissedHeartbeats is how many heartbeat intervals a run's owner may stay
-// silent before its lease ends and another replica takes the run over
-// (agent-svc/design.md "Durable runs").
+// MissedHeartbeats is how many heartbeat intervals a run's owner may fail
+// to renew its lease before the lease ends and another replica takes the
+// run over (agent-svc/design.md "Durable runs").
 const MissedHeartbeats = 3
 
-// silentBeats is how many heartbeat intervals a follower waits in silence
-// before it gives up on a run: the owner's lease (MissedHeartbeats), the
-// takeover sweep and the new owner's start fit well within it.
-const silentBeats = 4 * MissedHeartbeats
+// minLease keeps a lease from ending on one slow write of a loaded
+// store: an owner that cannot renew in time must stop (another replica
+// may have claimed the run), and stopping a healthy run costs a takeover.
+const minLease = 2 * time.Second
+
+// Lease is how long a run's owner holds it without renewing, for
+// heartbeats every hb.
+func Lease(hb time.Duration) time.Duration { return max(MissedHeartbeats*hb, minLease) }
+
+// silence is how long a follower waits in silence before it gives up on a
+// run: the owner's lease, the takeover sweep and the new owner's start fit
+// within it, once over.
+func silence(hb time.Duration) time.Duration { return 2*Lease(hb) + 2*hb }
 
 // RunSubject is where a run's events are published, whichever replica owns
 // it: a follower that subscribes there sees the run go on after a takeover.
@@ -94,7 +103,7 @@ func (c *Client) follow(ctx context.Context, sub *nats.Subscription, runID strin
 	if hb <= 0 {
 		hb = DefaultHeartbeat
 	}
-	window := silentBeats * hb
+	window := silence(hb)
 	next := after + 1
 	pending := map[int64]Event{}
 	// deliver passes on the events now in order; done is true after an

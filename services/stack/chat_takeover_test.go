@@ -2,6 +2,7 @@ package stack
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -173,4 +174,87 @@ func TestRunsTakeOver(t *testing.T) {
 		}
 		return adds == turns
 	}, "the audit log does not show one add per turn")
+}
+
+// sseEvent is one event of an SSE stream with its id (0 when it has none).
+type sseEvent struct {
+	id int64
+	ev agent.Event
+}
+
+type sseEvents []sseEvent
+
+func (s sseEvents) events() []agent.Event {
+	out := make([]agent.Event, len(s))
+	for i, e := range s {
+		out[i] = e.ev
+	}
+	return out
+}
+
+// lastID is the id of the last event that has one.
+func (s sseEvents) lastID() int64 {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i].id > 0 {
+			return s[i].id
+		}
+	}
+	return 0
+}
+
+// readSSE reads an SSE stream to its end, keeping each event's id.
+func readSSE(t *testing.T, resp *http.Response) sseEvents {
+	t.Helper()
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %s", resp.Status)
+	}
+	var out sseEvents
+	var cur sseEvent
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "data: "):
+			must(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &cur.ev))
+		case strings.HasPrefix(line, "id: "):
+			_, err := fmt.Sscan(strings.TrimPrefix(line, "id: "), &cur.id)
+			must(t, err)
+		case line == "":
+			if cur.ev.Type != "" {
+				out = append(out, cur)
+			}
+			cur = sseEvent{}
+		}
+	}
+	return out
+}
+
+// postSSE posts body to path and returns the response.
+func (st *chatStack) postSSE(t *testing.T, path, body, key string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, st.URL+path, strings.NewReader(body))
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+cmp.Or(key, st.Key))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// getSSE gets path with key, and Last-Event-ID when lastID is set.
+func (st *chatStack) getSSE(t *testing.T, path, key, lastID string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, st.URL+path, nil)
+	must(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	must(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
 }
