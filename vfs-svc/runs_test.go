@@ -23,7 +23,9 @@ func TestRuns(t *testing.T) {
 	id := uuid.NewString()
 	_, err := rs.Create(c, &runs.CreateRequest{RunID: id, AccountID: alice, SessionID: "s1", Request: json.RawMessage(`{"question":"q"}`), Owner: "a", LeaseMS: 60000})
 	wantCode(t, err, "")
-	ev := func(seq int64) runs.Event { return runs.Event{Seq: seq, Data: json.RawMessage(`{"type":"text","text":"x"}`)} }
+	ev := func(seq int64) runs.Event {
+		return runs.Event{Seq: seq, Data: json.RawMessage(`{"type":"text","text":"x"}`)}
+	}
 	record := func(owner string, req runs.RecordRequest) error {
 		req.RunID, req.Owner = id, owner
 		if req.LeaseMS == 0 {
