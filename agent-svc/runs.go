@@ -229,7 +229,8 @@ type turnRun struct {
 	history []llm.Message
 	kind    agent.Name
 	// notices are sent right after start: the agent asked for is not one
-	// of ours (kind answers instead), or the prompt_name is unknown.
+	// of ours (kind answers instead), or the prompt_name is unknown; or
+	// first when the run was taken over.
 	notices []string
 	// prompt is the template prompt_name picked; nil for the default.
 	prompt    *template.Template
@@ -273,13 +274,11 @@ func (r *turnRun) keep(ev agent.Event) {
 
 func (r *turnRun) run(ctx context.Context) {
 	log := r.s.log.With("run_id", r.req.RunID, "session_id", r.sessionID)
-	if r.resumed {
-		r.emit(agent.Event{Type: agent.EventNotice, Message: "the agent replica running this turn stopped; another one took it over, and the step in progress starts over"})
-	} else {
+	if !r.resumed {
 		r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID})
-		for _, n := range r.notices {
-			r.emit(agent.Event{Type: agent.EventNotice, Message: n})
-		}
+	}
+	for _, n := range r.notices {
+		r.emit(agent.Event{Type: agent.EventNotice, Message: n})
 	}
 	finish := r.turn(ctx, log)
 	if finish != "" {

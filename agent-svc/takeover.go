@@ -66,6 +66,9 @@ func (s *Service) resume(ctx context.Context, run *runs.Run, owner string, hb ti
 	}
 	kind, _ := agent.OrDefault(req.Agent, s.opts.Config.DefaultAgent)
 	r := &turnRun{s: s, req: &req, sessionID: run.SessionID, kind: kind, heartbeat: hb, owner: owner, seq: run.LastSeq, resumed: true}
+	if run.Decision == nil && !run.Cancelled {
+		r.notices = []string{"the agent replica running this turn stopped; another one took it over, and the step in progress starts over"}
+	}
 	var cp *turn.Checkpoint
 	if len(run.Checkpoint) > 0 {
 		cp = &turn.Checkpoint{}
