@@ -167,7 +167,7 @@ func (s *sseWriter) write(ev agent.Event) {
 	data, _ := json.Marshal(ev)
 	// Writes to a client that went away fail; the run goes on.
 	if seq > 0 {
-		_, _ = fmt.Fprintf(w, "data: %s\nid: %d\n\n", data, seq)
+		_, _ = fmt.Fprintf(w, "id: %d\ndata: %s\n\n", seq, data)
 	} else {
 		_, _ = fmt.Fprintf(w, "data: %s\n\n", data)
 	}

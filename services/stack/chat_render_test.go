@@ -48,7 +48,7 @@ data: {"type":"end","finish_reason":"unavailable"}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
-			err := renderChat(strings.NewReader(tc.stream), &out, tc.raw)
+			err := renderChat(strings.NewReader(tc.stream), &out, tc.raw, nil)
 			if out.String() != tc.want {
 				t.Errorf("output\n%q\nwant\n%q", out.String(), tc.want)
 			}
