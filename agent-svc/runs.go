@@ -168,6 +168,14 @@ func (s *Service) beginTurn(ctx context.Context, req *agent.StartRequest, sessio
 		data, _ := json.Marshal(&stored)
 		_, err = s.runStore.Create(ctx, &runs.CreateRequest{RunID: req.RunID, AccountID: req.AccountID, SessionID: sessionID, Request: data,
 			Owner: owner, LeaseMS: int(agent.Lease(hb).Milliseconds())})
+		if err != nil {
+			// The turn in progress would otherwise show running forever.
+			_, ferr := s.sessions.Fail(context.WithoutCancel(ctx), &sessions.SessionFailRequest{AccountID: req.AccountID, SessionID: sessionID, RunID: req.RunID,
+				Finish: agent.FinishUnavailable, Error: "the run could not be recorded"})
+			if ferr != nil {
+				s.log.WarnContext(ctx, "recording a refused run's turn failed", "session_id", sessionID, "err", ferr)
+			}
+		}
 	}
 	switch wire.CodeOf(err) {
 	case "":
