@@ -261,8 +261,8 @@ func (s *Service) cancelRun(ctx context.Context, req *runs.CancelRequest) (*runs
 
 // endRun marks a run done once its turn is in the session, in the same
 // transaction, so that nobody resumes a run whose turn is saved.
-func endRun(ctx context.Context, tx pgx.Tx, runID string) error {
-	if _, err := tx.Exec(ctx, `UPDATE runs SET state = 'done', approval = NULL, updated = now() WHERE id = $1`, runID); err != nil {
+func endRun(ctx context.Context, tx pgx.Tx, runID, account string) error {
+	if _, err := tx.Exec(ctx, `UPDATE runs SET state = 'done', approval = NULL, updated = now() WHERE id = $1 AND account_id = $2`, runID, account); err != nil {
 		return fmt.Errorf("ending run: %w", err)
 	}
 	return nil

@@ -86,7 +86,7 @@ func (s *Service) completeTurn(ctx context.Context, tx pgx.Tx, req *sessions.Ses
 	if err != nil {
 		return false, fmt.Errorf("completing turn: %w", err)
 	}
-	return true, endRun(ctx, tx, req.Turn.RunID)
+	return true, endRun(ctx, tx, req.Turn.RunID, req.AccountID)
 }
 
 // failTurn marks a run's turn failed if it is still in progress.
@@ -109,10 +109,9 @@ func (s *Service) failTurn(ctx context.Context, req *sessions.SessionFailRequest
 			return fmt.Errorf("marking turn failed: %w", err)
 		}
 		out.Marked = tag.RowsAffected() > 0
-		if !out.Marked {
-			return nil
-		}
-		return endRun(ctx, tx, req.RunID)
+		// The run ends either way: a turn no longer running has nothing
+		// left for a replica to resume.
+		return endRun(ctx, tx, req.RunID, req.AccountID)
 	})
 	if err != nil {
 		return nil, err
