@@ -316,6 +316,15 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	defer cancel()
 	stop := context.AfterFunc(r.s.halted, cancel)
 	defer stop()
+	if err != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+		// Cancelled before the agent could start (a paused run the user
+		// stopped): the turn is saved cancelled with its completed steps.
+		out, err = &turn.Outcome{Messages: append(slices.Clone(r.history), llm.Message{Role: llm.RoleUser, Content: r.req.Question}),
+			Finish: agent.FinishCancelled}, nil
+		if r.resume != nil {
+			out.Messages = r.resume.Messages
+		}
+	}
 	if err != nil {
 		log.Warn("starting the turn failed", "err", err)
 		code := wire.CodeOf(err)

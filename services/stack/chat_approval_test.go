@@ -145,4 +145,25 @@ func TestRunApproval(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("cancel while paused", func(t *testing.T) {
+		st := &chatStack{URL: "http://" + stack.gw.Addr(), Key: key.Key}
+		evs := readSSE(t, st.postSSE(t, "/api/chat", `{"question":"write it","provider":"oa"}`, ""))
+		last, start := evs[len(evs)-1], evs[0].ev
+		if last.ev.Type != agent.EventApproval {
+			t.Fatalf("the paused stream: %+v", evs)
+		}
+		if resp := st.postSSE(t, "/api/runs/"+start.ID+"/cancel", "", ""); resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("cancel: %s", resp.Status)
+		}
+		rest := readSSE(t, st.getSSE(t, "/api/runs/"+start.ID+"/stream", st.Key, fmt.Sprint(last.id)))
+		if finishOf(rest.events()) != agent.FinishCancelled {
+			t.Fatalf("after the cancel: %+v", rest)
+		}
+		code, body := httpGet(t, st.URL+"/api/sessions/"+start.SessionID, st.Key)
+		var got sessions.SessionGetResponse
+		if code != http.StatusOK || json.Unmarshal(body, &got) != nil || len(got.Turns) != 1 || got.Turns[0].Finish != agent.FinishCancelled {
+			t.Fatalf("the cancelled paused turn: %d %s", code, body)
+		}
+	})
 }
