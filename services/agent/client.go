@@ -96,8 +96,8 @@ func (c *Client) subscribe(runID string) (*nats.Subscription, error) {
 	return sub, nil
 }
 
-// follow reorders a run's events by seq. Heartbeats (seq 0) only show the
-// run is alive; a run that moved to another replica republishes its
+// follow reorders a run's events by seq. Heartbeats (seq 0) are passed on
+// as they come; a run that moved to another replica republishes its
 // recorded events, which fills any gap the old owner left.
 func (c *Client) follow(ctx context.Context, sub *nats.Subscription, runID string, hb time.Duration, after int64, backlog Backlog, onEvent func(Event)) error {
 	if hb <= 0 {
@@ -150,8 +150,14 @@ func (c *Client) follow(ctx context.Context, sub *nats.Subscription, runID strin
 		if err != nil {
 			return wire.Errorf(wire.Internal, "decoding a run event: %v", err)
 		}
-		if ev.Seq == 0 || ev.Seq < next {
-			continue // a heartbeat, or a duplicate
+		if ev.Seq == 0 {
+			// A heartbeat: passed on, so that an idle HTTP stream stays
+			// open through proxies.
+			onEvent(*ev)
+			continue
+		}
+		if ev.Seq < next {
+			continue // a duplicate
 		}
 		pending[ev.Seq] = *ev
 		if deliver() {
