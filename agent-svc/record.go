@@ -154,10 +154,18 @@ func (rec *recorder) flush() error {
 		rec.mu.Unlock()
 		return errLost
 	}
+	budget := rec.budget()
 	for _, ev := range mergeDeltas(rec.buf) {
 		rec.seq++
 		ev.Seq = rec.seq
 		data, err := json.Marshal(ev)
+		if err == nil && len(data) > budget {
+			// Recorded (and streamed) without its payload: the event
+			// would not fit a record, and the run would stall on it.
+			rec.s.log.Warn("a run event is over the NATS max payload; recording it without its content", "run_id", rec.runID, "type", ev.Type)
+			ev = withoutPayload(ev, rec.s.node.Client.MaxPayload())
+			data, err = json.Marshal(ev)
+		}
 		if err != nil {
 			rec.mu.Unlock()
 			return fmt.Errorf("encoding a run event: %w", err)
@@ -167,10 +175,24 @@ func (rec *recorder) flush() error {
 	rec.buf = nil
 	req := &runs.RecordRequest{RunID: rec.runID, Owner: rec.owner, LeaseMS: int(rec.lease.Milliseconds()), Checkpoint: rec.cp,
 		Approval: rec.approval, TakeDecision: rec.takeDecision && rec.cp != nil}
-	for _, n := range rec.numbered {
-		req.Events = append(req.Events, runs.Event{Seq: n.ev.Seq, Data: n.data})
+	// One record carries what fits; the rest goes with the next one.
+	size := len(req.Checkpoint)
+	n := 0
+	for _, e := range rec.numbered {
+		if n > 0 && size+len(e.data) > budget*2 {
+			break
+		}
+		size += len(e.data)
+		req.Events = append(req.Events, runs.Event{Seq: e.ev.Seq, Data: e.data})
+		n++
 	}
-	gen, evs := rec.cpGen, rec.numbered
+	if n < len(rec.numbered) {
+		select {
+		case rec.kick <- struct{}{}:
+		default:
+		}
+	}
+	gen, evs := rec.cpGen, rec.numbered[:n]
 	rec.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(rec.s.halted, rec.lease)
@@ -205,18 +227,21 @@ func (rec *recorder) flush() error {
 }
 
 func (rec *recorder) publish(ev *agent.Event) {
-	err := rec.subject.Publish(context.Background(), rec.s.node.Client, ev)
-	if wire.IsTooLarge(err) {
-		// The event is recorded whole (a replay has it); live followers
-		// get it without its payload rather than a gap.
-		rec.s.log.Warn("a run event is over the NATS max payload; streaming it without its content", "run_id", rec.runID, "type", ev.Type)
-		err = rec.subject.Publish(context.Background(), rec.s.node.Client, &agent.Event{Seq: ev.Seq, Type: ev.Type, ID: ev.ID, Name: ev.Name,
-			ToolCallID: ev.ToolCallID, Status: ev.Status, ErrorKind: ev.ErrorKind, Truncated: true,
-			Message: fmt.Sprintf("this %s event is too large to stream (the limit is %d bytes); its content is left out", ev.Type, rec.s.node.Client.MaxPayload())})
-	}
-	if err != nil {
+	if err := rec.subject.Publish(context.Background(), rec.s.node.Client, ev); err != nil {
 		rec.s.log.Warn("publishing a run event failed", "run_id", rec.runID, "err", err)
 	}
+}
+
+// budget is the size of an event (and of a checkpoint) that a record
+// still carries: a quarter of the NATS max payload, which leaves room for
+// the rest of the record.
+func (rec *recorder) budget() int { return int(rec.s.node.Client.MaxPayload() / 4) }
+
+// withoutPayload is ev without its arguments, content or text, saying so:
+// a lost event would stall its followers until they declare the run lost.
+func withoutPayload(ev agent.Event, limit int64) agent.Event {
+	return agent.Event{Seq: ev.Seq, Type: ev.Type, ID: ev.ID, Name: ev.Name, ToolCallID: ev.ToolCallID, Status: ev.Status, ErrorKind: ev.ErrorKind, Truncated: true,
+		Message: fmt.Sprintf("this %s event is too large to stream (the limit is %d bytes); its content is left out", ev.Type, limit)}
 }
 
 // release ends the lease now, so that another replica claims the run on
@@ -229,11 +254,16 @@ func (rec *recorder) release() {
 	}
 }
 
-// Save implements turn.Durable.
+// Save implements turn.Durable. A checkpoint too large for a record is
+// skipped with a warning: a takeover then resumes from the one before it.
 func (rec *recorder) Save(ctx context.Context, cp *turn.Checkpoint) error {
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return fmt.Errorf("encoding a checkpoint: %w", err)
+	}
+	if len(data) > rec.budget()*2 {
+		rec.s.log.Warn("a run's checkpoint is over the NATS max payload; the run goes on without it", "run_id", rec.runID, "bytes", len(data))
+		return nil
 	}
 	rec.mu.Lock()
 	rec.cp = data
@@ -248,6 +278,9 @@ func (rec *recorder) Pause(ctx context.Context, cp *turn.Checkpoint, call llm.To
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return fmt.Errorf("encoding a checkpoint: %w", err)
+	}
+	if len(data) > rec.budget()*2 {
+		return fmt.Errorf("pausing for an approval: the run's state (%d bytes) is over the NATS max payload", len(data))
 	}
 	rec.mu.Lock()
 	rec.cp = data

@@ -24,7 +24,7 @@ CREATE INDEX runs_expired_idx ON runs (lease_until) WHERE state = 'running';
 CREATE TABLE run_events (
     run_id text NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     seq    bigint NOT NULL,
-    event  jsonb NOT NULL,
+    event  json NOT NULL, -- json, not jsonb: a replay shows the event byte for byte as it streamed
     PRIMARY KEY (run_id, seq)
 );
 
