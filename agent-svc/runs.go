@@ -105,6 +105,8 @@ func (s *Service) launch(ctx context.Context, r *turnRun, age time.Duration, rel
 	runCtx, cancelTimeout := context.WithTimeout(runCtx, time.Duration(s.opts.Config.TurnTimeoutS)*time.Second-age)
 	s.runs[req.RunID] = runningRun{account: req.AccountID, cancel: cancel}
 	r.rec = newRecorder(s, req.RunID, r.owner, r.seq, r.heartbeat, cancel)
+	// A decided approval is cleared from the run once a checkpoint holds it.
+	r.rec.takeDecision = r.decided
 	s.mu.Unlock()
 	s.wg.Add(1)
 	go r.rec.loop()
@@ -250,9 +252,10 @@ type turnRun struct {
 	seq   int64
 	// resume is the checkpoint a run taken over continues from.
 	resume *turn.Checkpoint
-	// resumed is true for a run taken over from another replica.
-	resumed bool
-	rec     *recorder
+	// resumed is true for a run taken over from another replica, decided
+	// for one resumed after the user's decision on an approval.
+	resumed, decided bool
+	rec              *recorder
 
 	mu         sync.Mutex
 	transcript []agent.Event

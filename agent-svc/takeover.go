@@ -86,6 +86,7 @@ func (s *Service) resume(ctx context.Context, run *runs.Run, owner string, hb ti
 			cp.Decisions = map[string]runs.Decision{}
 		}
 		cp.Decisions[run.Decision.ToolCallID] = *run.Decision
+		r.decided = true
 	}
 	r.resume = cp
 	age := time.Duration(run.AgeMS) * time.Millisecond
