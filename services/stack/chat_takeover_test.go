@@ -258,3 +258,51 @@ func (st *chatStack) getSSE(t *testing.T, path, key, lastID string) *http.Respon
 	t.Cleanup(func() { resp.Body.Close() })
 	return resp
 }
+
+// TestRunsHandOverOnStop: a replica that stops (SIGTERM) while a turn
+// runs past its grace period hands the run over: it releases the lease,
+// so another replica resumes the run at its next sweep instead of after
+// the lease runs out, and the turn completes over the same stream.
+func TestRunsHandOverOnStop(t *testing.T) {
+	script := newTakeoverScript()
+	srv := scripted.New(script.respond)
+	t.Cleanup(srv.Close)
+	natsURL := servicetest.NATS(t)
+	db := servicetest.Postgres(t, nil)
+	log := servicetest.Logger(t)
+	cfg := testConfig(t, natsURL, db.DSN)
+	tools, err := filepath.Abs("testdata/chat-tools")
+	must(t, err)
+	cfg.MCPToolDirs = []string{tools, "builtin"}
+	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "m", BaseURL: srv.OpenAIBaseURL()}}
+	cfg.HeartbeatMS = 200
+	gw := gateway.New(gateway.Options{Config: cfg, Log: log})
+	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}), gw)
+	ga := svc.NewGroup(svc.Options{Services: []svc.Service{agentsvc.New(agentsvc.Options{Config: cfg, Log: log.With("replica", "a")})}, Log: log, Grace: 300 * time.Millisecond})
+	must(t, ga.Start(context.Background()))
+	ctx := context.Background()
+	st := &chatStack{URL: "http://" + gw.Addr(), Key: newAccountKey(ctx, t, natsURL, "handover@example.com")}
+	_, stream := st.startStream(t, ctx, map[string]any{"question": "turn 7", "provider": "oa"})
+	<-script.waiting
+	gb := svc.NewGroup(svc.Options{Services: []svc.Service{agentsvc.New(agentsvc.Options{Config: cfg, Log: log.With("replica", "b")})}, Log: log, Grace: time.Second})
+	must(t, gb.Start(context.Background()))
+	t.Cleanup(func() { _ = gb.Stop(context.Background()) })
+	_ = ga.Stop(context.Background())
+	stopped := time.Now()
+	close(script.gate)
+	evs := readEvents(t, stream)
+	took := time.Since(stopped)
+	if finishOf(evs) != agent.FinishStop || !strings.Contains(textOf(evs), "7+100=107") {
+		t.Fatalf("events %+v", evs)
+	}
+	if lease := agent.Lease(time.Duration(cfg.HeartbeatMS) * time.Millisecond); took >= lease {
+		t.Errorf("the turn ended %v after its replica stopped, want within the lease (%v): the run was not handed over", took, lease)
+	}
+	script.mu.Lock()
+	defer script.mu.Unlock()
+	for k, n := range script.asked {
+		if n != 1 {
+			t.Errorf("the model asked for %s %d times", k, n)
+		}
+	}
+}
