@@ -26,6 +26,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/svc"
 	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/runs"
 	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -58,6 +59,7 @@ type Service struct {
 	// prompts are each agent's PROMPT_ and PROMPTS_ templates.
 	prompts  map[agent.Name]*promptSet
 	sessions *sessions.Sessions
+	runStore *runs.Client
 	repl     *jsrepl.Store
 	scripted *scripted.Server
 	subs     []*nats.Subscription
@@ -74,6 +76,9 @@ type Service struct {
 	// cancelled run still does (saving its session) stops.
 	halted context.Context
 	halt   context.CancelFunc
+	// stopSweep ends the takeover sweep; sweeping is closed when it has.
+	stopSweep context.CancelFunc
+	sweeping  chan struct{}
 }
 
 // New returns a agent-svc that is not started.
@@ -141,6 +146,7 @@ func (s *Service) Start(ctx context.Context) error {
 		ps.tracer = s.tracer
 	}
 	s.sessions = sessions.NewSessions(n.Client)
+	s.runStore = runs.NewClient(n.Client)
 	s.repl = jsrepl.NewStore(jsrepl.Options{Timeout: time.Duration(cfg.JSTimeoutS) * time.Second, MaxToolCalls: cfg.JSMaxToolCalls,
 		MaxOutput: cfg.JSMaxOutput, MaxMemory: int64(cfg.JSMaxMemory), TTL: time.Duration(cfg.JSStateTTLS) * time.Second,
 		MaxConcurrent: cfg.JSMaxConcurrent, MaxEvalsPerAccount: cfg.JSMaxEvalsPerAccount, MaxStateBytes: int64(cfg.JSMaxStateBytes), Log: s.log})
@@ -156,6 +162,12 @@ func (s *Service) Start(ctx context.Context) error {
 		_ = s.Stop(ctx)
 		return fmt.Errorf("registering agent endpoints: %w", err)
 	}
+	sweepCtx, stopSweep := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopSweep, s.sweeping = stopSweep, make(chan struct{})
+	go func() {
+		defer close(s.sweeping)
+		s.sweep(sweepCtx)
+	}()
 	return nil
 }
 
@@ -207,11 +219,17 @@ func (s *Service) listProviders(_ context.Context, _ *agent.ProvidersRequest) (*
 }
 
 // Stop stops taking turns, lets the turns in flight finish until ctx ends,
-// then cancels the rest.
+// then hands the rest over: they stop here without saving and release
+// their leases, and another replica resumes them from their checkpoints.
 func (s *Service) Stop(ctx context.Context) error {
 	if s.node == nil {
 		s.closeScripted()
 		return nil
+	}
+	if s.stopSweep != nil {
+		s.stopSweep()
+		<-s.sweeping
+		s.stopSweep = nil
 	}
 	err := s.node.Service.Stop(ctx)
 	done := make(chan struct{})
@@ -221,7 +239,7 @@ func (s *Service) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for _, r := range s.runs {
-			r.cancel(fmt.Errorf("agent-svc is stopping: %w", context.Canceled))
+			r.cancel(errHandover)
 		}
 		s.mu.Unlock()
 		s.halt()

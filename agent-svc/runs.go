@@ -12,6 +12,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -23,18 +24,19 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/runs"
 	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// start validates a turn, acknowledges it and runs it in the background;
-// its events go to req.Inbox.
+// start validates a turn, records it as a durable run, acknowledges it
+// and runs it in the background; its events go to agent.RunSubject.
 func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.StartResponse, error) {
 	if req.AccountID == "" {
 		return nil, wire.Errorf(wire.Unauthenticated, "a chat turn needs an account")
 	}
-	if req.RunID == "" || req.Inbox == "" {
-		return nil, wire.Errorf(wire.InvalidArgument, "run_id and inbox are required")
+	if sessions.CheckID(req.RunID) != nil {
+		return nil, wire.Errorf(wire.InvalidArgument, "run_id is required: 1 to 128 letters, digits, '-' or '_'")
 	}
 	if strings.TrimSpace(req.Question) == "" {
 		return nil, wire.Errorf(wire.InvalidArgument, "question is empty")
@@ -86,20 +88,33 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	s.turns[req.AccountID]++
 	s.mu.Unlock()
 	// Last before the ack: a turn refused above leaves no turn in progress.
-	if err := s.beginTurn(ctx, req, sessionID, kind); err != nil {
+	owner := uuid.NewString()
+	if err := s.beginTurn(ctx, req, sessionID, kind, owner, time.Duration(hb)*time.Millisecond); err != nil {
 		s.endTurn(req.AccountID)
 		release()
 		return nil, err
 	}
-	s.mu.Lock()
-	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	runCtx, cancelTimeout := context.WithTimeout(runCtx, time.Duration(s.opts.Config.TurnTimeoutS)*time.Second)
-	s.runs[req.RunID] = runningRun{account: req.AccountID, cancel: cancel}
-	s.mu.Unlock()
-	s.wg.Add(1)
 	r := &turnRun{s: s, req: req, sessionID: sessionID, history: history, kind: kind, prompt: prompt, provider: provider,
 		notices:   slices.DeleteFunc([]string{notice, promptNotice}, func(n string) bool { return n == "" }),
-		heartbeat: time.Duration(hb) * time.Millisecond}
+		heartbeat: time.Duration(hb) * time.Millisecond, owner: owner}
+	s.launch(ctx, r, 0, release)
+	return &agent.StartResponse{RunID: req.RunID, SessionID: sessionID, Instance: s.node.Service.Micro().Info().ID, HeartbeatMS: hb}, nil
+}
+
+// launch runs r in the background, under TURN_TIMEOUT_S counted from the
+// run's creation (age ago); release frees the session when it has ended.
+func (s *Service) launch(ctx context.Context, r *turnRun, age time.Duration, release func()) {
+	req := r.req
+	s.mu.Lock()
+	runCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	runCtx, cancelTimeout := context.WithTimeout(runCtx, time.Duration(s.opts.Config.TurnTimeoutS)*time.Second-age)
+	s.runs[req.RunID] = runningRun{account: req.AccountID, cancel: cancel}
+	r.rec = newRecorder(s, req.RunID, r.owner, r.seq, r.heartbeat, cancel)
+	// A decided approval is cleared from the run once a checkpoint holds it.
+	r.rec.takeDecision = r.decided
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go r.rec.loop()
 	go func() {
 		defer s.wg.Done()
 		defer release()
@@ -113,7 +128,6 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 		}()
 		r.run(runCtx)
 	}()
-	return &agent.StartResponse{RunID: req.RunID, SessionID: sessionID, Instance: s.node.Service.Micro().Info().ID, HeartbeatMS: hb}, nil
 }
 
 // endTurn frees the account's place a turn took (AGENT_MAX_TURNS_PER_ACCOUNT).
@@ -149,10 +163,27 @@ func (s *Service) loadHistory(ctx context.Context, account, session string) ([]l
 
 // beginTurn records the question as the session's turn in progress
 // before the ack, so that the session exists from the run's first event
-// on and any file the run writes belongs to a turn the history shows.
-func (s *Service) beginTurn(ctx context.Context, req *agent.StartRequest, sessionID string, kind agent.Name) error {
+// on and any file the run writes belongs to a turn the history shows;
+// and it records the run, owned by this replica, for another to take
+// over if this one dies.
+func (s *Service) beginTurn(ctx context.Context, req *agent.StartRequest, sessionID string, kind agent.Name, owner string, hb time.Duration) error {
 	_, err := s.sessions.Begin(ctx, &sessions.SessionBeginRequest{AccountID: req.AccountID, SessionID: sessionID, RunID: req.RunID,
 		Question: req.Question, Title: req.Question, Agent: string(kind)})
+	if err == nil {
+		stored := *req
+		stored.SessionID, stored.MCPToken = sessionID, "" // the token is a secret, and a Base run is not resumed
+		data, _ := json.Marshal(&stored)
+		_, err = s.runStore.Create(ctx, &runs.CreateRequest{RunID: req.RunID, AccountID: req.AccountID, SessionID: sessionID, Request: data,
+			Owner: owner, LeaseMS: int(agent.Lease(hb).Milliseconds())})
+		if err != nil {
+			// The turn in progress would otherwise show running forever.
+			_, ferr := s.sessions.Fail(context.WithoutCancel(ctx), &sessions.SessionFailRequest{AccountID: req.AccountID, SessionID: sessionID, RunID: req.RunID,
+				Finish: agent.FinishUnavailable, Error: "the run could not be recorded"})
+			if ferr != nil {
+				s.log.WarnContext(ctx, "recording a refused run's turn failed", "session_id", sessionID, "err", ferr)
+			}
+		}
+	}
 	switch wire.CodeOf(err) {
 	case "":
 		return nil
@@ -182,8 +213,19 @@ func (s *Service) onCancel(m *nats.Msg) {
 	if !ok || ev.AccountID != "" && ev.AccountID != r.account {
 		return
 	}
-	s.log.Info("cancelling a run", "run_id", ev.RunID, "reason", ev.Reason)
-	r.cancel(fmt.Errorf("cancelled: %s: %w", ev.Reason, context.Canceled))
+	s.cancelLocal(ev.RunID, ev.Reason)
+}
+
+// cancelLocal stops a run this replica runs; it saves its turn cancelled.
+func (s *Service) cancelLocal(runID, reason string) {
+	s.mu.Lock()
+	r, ok := s.runs[runID]
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	s.log.Info("cancelling a run", "run_id", runID, "reason", reason)
+	r.cancel(fmt.Errorf("cancelled: %s: %w", reason, context.Canceled))
 }
 
 func (s *Service) onSessionDeleted(m *nats.Msg) {
@@ -192,8 +234,8 @@ func (s *Service) onSessionDeleted(m *nats.Msg) {
 	}
 }
 
-// turnRun is one run: it numbers and publishes events, beats, and keeps
-// the display transcript.
+// turnRun is one run on this replica: it keeps the display transcript
+// and hands its events to the recorder.
 type turnRun struct {
 	s         *Service
 	req       *agent.StartRequest
@@ -202,47 +244,47 @@ type turnRun struct {
 	history []llm.Message
 	kind    agent.Name
 	// notices are sent right after start: the agent asked for is not one
-	// of ours (kind answers instead), or the prompt_name is unknown.
+	// of ours (kind answers instead), or the prompt_name is unknown; or
+	// first when the run was taken over.
 	notices []string
 	// prompt is the template prompt_name picked; nil for the default.
 	prompt    *template.Template
 	provider  *resolved
 	heartbeat time.Duration
+	// owner is this replica's lease token for the run; seq the number of
+	// the last event recorded before (a resumed run goes on from it).
+	owner string
+	seq   int64
+	// resume is the checkpoint a run taken over continues from.
+	resume *turn.Checkpoint
+	// resumed is true for a run taken over from another replica, decided
+	// for one resumed after the user's decision on an approval.
+	resumed, decided bool
+	rec              *recorder
 
 	mu         sync.Mutex
-	seq        int64
 	transcript []agent.Event
 }
 
 func (r *turnRun) emit(ev agent.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.seq++
-	ev.Seq = r.seq
-	events := agent.RunEvents.On(r.req.Inbox)
-	err := events.Publish(context.Background(), r.s.node.Client, &ev)
-	if wire.IsTooLarge(err) {
-		// A lost event would stall the caller until it declares the run
-		// lost: the event goes out without its payload instead (tool
-		// arguments or content), and the transcript keeps it whole.
-		r.s.log.Warn("a run event is over the NATS max payload; streaming it without its content", "run_id", r.req.RunID, "type", ev.Type)
-		err = events.Publish(context.Background(), r.s.node.Client, &agent.Event{Seq: ev.Seq, Type: ev.Type, ID: ev.ID, Name: ev.Name,
-			ToolCallID: ev.ToolCallID, Status: ev.Status, ErrorKind: ev.ErrorKind, Truncated: true,
-			Message: fmt.Sprintf("this %s event is too large to stream (the limit is %d bytes); its content is left out", ev.Type, r.s.node.Client.MaxPayload())})
-	}
-	if err != nil {
-		r.s.log.Warn("publishing a run event failed", "run_id", r.req.RunID, "err", err)
-	}
-	if ev.Type == agent.EventHeartbeat {
+	r.rec.add(ev)
+	r.keep(ev)
+}
+
+// keep adds ev to the display transcript, which merges streamed text and
+// reasoning. The caller holds r.mu.
+func (r *turnRun) keep(ev agent.Event) {
+	if ev.Type == agent.EventHeartbeat || ev.Type == agent.EventApproval {
 		return
 	}
-	// The display transcript merges streamed text and reasoning.
+	ev.Seq = 0
 	if n := len(r.transcript); n > 0 && ev.Type == r.transcript[n-1].Type && (ev.Type == agent.EventText || ev.Type == agent.EventReasoning) {
 		r.transcript[n-1].Text += ev.Text
 		r.transcript[n-1].Reasoning += ev.Reasoning
 		return
 	}
-	ev.Seq = 0
 	r.transcript = append(r.transcript, ev)
 }
 
@@ -253,47 +295,44 @@ func (r *turnRun) run(ctx context.Context) {
 		semconv.GenAIAgentName(string(r.kind)), semconv.GenAIConversationID(r.sessionID), attribute.String("mirobody.run_id", r.req.RunID)))
 	defer span.End()
 	log := r.s.log.With("run_id", r.req.RunID, "session_id", r.sessionID)
-	r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID, Attachments: r.req.Attachments})
+	if !r.resumed {
+		r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID, Attachments: r.req.Attachments})
+	}
 	for _, n := range r.notices {
 		r.emit(agent.Event{Type: agent.EventNotice, Message: n})
 	}
-	beat := time.NewTicker(r.heartbeat)
-	stopBeat := make(chan struct{})
-	beatDone := make(chan struct{})
-	go func() {
-		defer close(beatDone)
-		for {
-			select {
-			case <-beat.C:
-				r.emit(agent.Event{Type: agent.EventHeartbeat})
-			case <-stopBeat:
-				return
-			}
-		}
-	}()
-	defer func() { beat.Stop(); close(stopBeat); <-beatDone }()
-
 	finish := r.turn(ctx, log)
 	span.SetAttributes(attribute.String("mirobody.finish", finish))
 	if finish == agent.FinishError || finish == agent.FinishUnavailable {
 		span.SetStatus(codes.Error, finish)
 		span.SetAttributes(semconv.ErrorTypeKey.String(finish))
 	}
-	r.nameSession(ctx, log, finish)
-	r.emit(agent.Event{Type: agent.EventEnd, FinishReason: finish})
+	if finish != "" {
+		r.nameSession(ctx, log, finish)
+		r.emit(agent.Event{Type: agent.EventEnd, FinishReason: finish})
+	}
+	// A run this replica gives up (stopping) goes to another at once.
+	r.rec.close(errors.Is(context.Cause(ctx), errHandover))
 }
 
-// turn runs the agent and saves the session; it returns the finish reason.
+// turn runs the agent and saves the session; it returns the finish
+// reason, or "" when the run goes on elsewhere or later (it was lost or
+// handed over, or it waits for an approval) and nothing is saved here.
 func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	cfg := r.s.opts.Config
 	t := &turn.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: r.history,
 		Provider: r.provider.provider, Remote: r.provider.remote, Prompt: r.prompt, MCPToken: r.req.MCPToken, Model: r.provider.model, Emit: r.emit, MCPServers: r.req.MCPServers,
-		PromptData: turn.PromptData{Date: today(r.req.Timezone), Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
+		PromptData: turn.PromptData{Date: today(r.req.Timezone), Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)},
+		Resume:     r.resume, Durable: r.rec, Interrupt: cfg.InterruptOnDeep}
 	atts, err := r.s.loadAttachments(ctx, files.Scope{AccountID: r.req.AccountID, SessionID: r.sessionID}, r.req.Attachments)
 	var out *turn.Outcome
 	if err == nil {
 		t.Attachments = atts
 		out, err = r.s.agents[r.kind].Run(ctx, t)
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, errLost) || errors.Is(cause, errHandover) || r.rec.isPaused() {
+		log.Info("the run goes on elsewhere or later", "cause", cause, "paused", r.rec.isPaused())
+		return ""
 	}
 	// The session is written even when the run was cancelled, with a
 	// deadline of its own.
@@ -301,6 +340,15 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	defer cancel()
 	stop := context.AfterFunc(r.s.halted, cancel)
 	defer stop()
+	if err != nil && errors.Is(context.Cause(ctx), context.Canceled) {
+		// Cancelled before the agent could start (a paused run the user
+		// stopped): the turn is saved cancelled with its completed steps.
+		out, err = &turn.Outcome{Messages: append(slices.Clone(r.history), llm.Message{Role: llm.RoleUser, Content: r.req.Question}),
+			Finish: agent.FinishCancelled}, nil
+		if r.resume != nil {
+			out.Messages = r.resume.Messages
+		}
+	}
 	if err != nil {
 		log.Warn("starting the turn failed", "err", err)
 		code := wire.CodeOf(err)
@@ -308,6 +356,10 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 			return r.fail(saveCtx, log, agent.FinishUnavailable, "a service the agent needs is unavailable")
 		}
 		return r.fail(saveCtx, log, agent.FinishError, "the turn could not start")
+	}
+	// The run may have been lost while the agent ran: only its owner saves.
+	if errors.Is(r.rec.sync(saveCtx), errLost) {
+		return ""
 	}
 	finish := out.Finish
 	if errors.Is(context.Cause(ctx), context.Canceled) {

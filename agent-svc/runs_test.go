@@ -38,3 +38,32 @@ func TestOnCancelOwner(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeDeltas: text and reasoning deltas recorded in one batch become
+// one event each run of them; other events keep their place.
+func TestMergeDeltas(t *testing.T) {
+	text := func(s string) agent.Event { return agent.Event{Type: agent.EventText, Text: s} }
+	think := func(s string) agent.Event { return agent.Event{Type: agent.EventReasoning, Reasoning: s} }
+	call := agent.Event{Type: agent.EventToolCall, ID: "c"}
+	cases := []struct {
+		name string
+		in   []agent.Event
+		want []agent.Event
+	}{
+		{"none", nil, nil},
+		{"text run", []agent.Event{text("a"), text("b"), text("c")}, []agent.Event{text("abc")}},
+		{"kinds alternate", []agent.Event{think("x"), think("y"), text("a"), call, text("b"), text("c")},
+			[]agent.Event{think("xy"), text("a"), call, text("bc")}},
+		{"calls stay apart", []agent.Event{call, call}, []agent.Event{call, call}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := mergeDeltas(tc.in)
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(tc.want)
+			if string(g) != string(w) {
+				t.Fatalf("got %s, want %s", g, w)
+			}
+		})
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,6 +18,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/runs"
 	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -41,13 +44,13 @@ type chatRequest struct {
 }
 
 // chat answers POST /api/chat with the turn's events as Server-Sent
-// Events, one JSON object per data line. Failures before the run starts
-// are ordinary HTTP errors; later ones are an error event and an end
-// event. A client that disconnects does not stop the turn: the run goes
-// on, and its result is in the session when the user comes back (POST
-// /api/runs/{id}/cancel stops it). The gateway keeps following the run to
-// its end, so that it can record the turn failed if the agent replica
-// dies.
+// Events, one JSON object per data line, its seq as the SSE id. Failures
+// before the run starts are ordinary HTTP errors; later ones are an error
+// event and an end event. A client that disconnects does not stop the
+// turn: the run is durable and goes on, even on another agent replica,
+// and its result is in the session when the user comes back (GET
+// /api/runs/{id}/stream follows it again; POST /api/runs/{id}/cancel
+// stops it).
 func (s *Service) chat(c echo.Context) error {
 	var body chatRequest
 	if err := s.bindJSON(c, &body, "the body must be a JSON object with a question"); err != nil {
@@ -75,59 +78,110 @@ func (s *Service) chat(c echo.Context) error {
 	if req.MCPToken != "" {
 		defer s.endBaseToken(c.Request().Context(), req)
 	}
-	w := c.Response()
-	started := false
-	write := func(ev agent.Event) {
-		if !started {
-			started = true
-			w.Header().Set(echo.HeaderContentType, "text/event-stream")
-			w.Header().Set(echo.HeaderCacheControl, "no-cache")
-			w.Header().Set("X-Accel-Buffering", "no")
-			// A turn may stream for minutes: lift the server's write deadline.
-			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-			w.WriteHeader(http.StatusOK)
-		}
-		ev.Seq = 0
-		data, _ := json.Marshal(ev)
-		// Writes to a client that went away fail; the run goes on.
-		_, _ = fmt.Fprintf(w, "data: %s\n\n", data)
-		w.Flush()
-	}
-	ctx := context.WithoutCancel(c.Request().Context())
-	ack, err := agent.NewClient(s.node.Client).Run(ctx, req, write)
-	switch {
-	case err == nil:
-		return nil
-	case !started:
+	ctx := c.Request().Context()
+	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	_, err = agent.RunsStart.Call(startCtx, s.node.Client, req)
+	cancel()
+	if err != nil {
 		return err
 	}
-	s.log.Warn("chat turn failed", "run_id", req.RunID, "err", err)
-	msg := "the turn failed"
-	finish := agent.FinishError
-	if wire.IsCode(err, wire.Unavailable) {
-		msg, finish = "the agent stopped responding; the turn was lost", agent.FinishUnavailable
+	// Followed to its end even when the client went away, as before runs
+	// were durable: a Base turn's token lives until then.
+	return s.follow(context.WithoutCancel(ctx), c, req.RunID, 0)
+}
+
+// follow streams the caller's run's events after after: recorded ones
+// first, then live ones, until the end or an approval event, or until ctx
+// ends. When the client goes away the run goes on.
+func (s *Service) follow(ctx context.Context, c echo.Context, id string, after int64) error {
+	account := principal(c).AccountID
+	store := runs.NewClient(s.node.Client)
+	backlog := func(ctx context.Context, after int64) ([]agent.Event, bool, error) {
+		var out []agent.Event
+		for {
+			resp, err := store.Events(ctx, &runs.EventsRequest{RunID: id, AccountID: account, After: after})
+			if err != nil {
+				return nil, false, err
+			}
+			for _, e := range resp.Events {
+				var ev agent.Event
+				if err := json.Unmarshal(e.Data, &ev); err != nil {
+					return nil, false, fmt.Errorf("decoding a run event: %w", err)
+				}
+				out = append(out, ev)
+				after = e.Seq
+			}
+			if resp.More {
+				continue
+			}
+			// A done run records its end event just after saving its turn.
+			live := resp.State == runs.StateRunning || resp.State == runs.StateDone && len(out) > 0 && out[len(out)-1].Type != agent.EventEnd
+			return out, live, nil
+		}
 	}
-	s.recordFailedTurn(ctx, req, ack, finish, msg)
-	write(agent.Event{Type: agent.EventError, Message: msg})
-	write(agent.Event{Type: agent.EventEnd, FinishReason: finish})
+	sse := newSSE(c.Response())
+	hb := time.Duration(s.opts.Config.HeartbeatMS) * time.Millisecond
+	err := agent.NewClient(s.node.Client).Follow(ctx, id, after, hb, backlog, sse.write)
+	switch {
+	case err == nil:
+		if !sse.started {
+			sse.write(agent.Event{Type: agent.EventHeartbeat}) // nothing after Last-Event-ID: an empty stream
+		}
+		return nil
+	case ctx.Err() != nil:
+		return nil // the client went away; the run goes on
+	case !sse.started:
+		return err
+	}
+	s.endStream(sse, id, err)
 	return nil
 }
 
-// recordFailedTurn marks the turn of a run whose replica went silent
-// failed in the session: the replica can no longer save it, and without
-// this the history would show the turn running forever next to the files
-// it wrote. A turn the run did save is left alone by vfs-svc.
-func (s *Service) recordFailedTurn(ctx context.Context, req *agent.StartRequest, ack *agent.StartResponse, finish, msg string) {
-	if ack == nil || ack.SessionID == "" {
-		return
+// endStream ends a run's stream that stopped before its end event. The
+// run is not failed: it is durable, and goes on once an agent replica
+// takes it over (its client can follow it again with GET
+// /api/runs/{id}/stream).
+func (s *Service) endStream(sse *sseWriter, runID string, err error) {
+	s.log.Warn("following a run failed", "run_id", runID, "err", err)
+	msg := "following the run failed; GET /api/runs/" + runID + "/stream follows it again"
+	if wire.IsCode(err, wire.Unavailable) {
+		msg = "the agent stopped responding; the run goes on when an agent replica takes it over (GET /api/runs/" + runID + "/stream follows it)"
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	_, err := sessions.NewSessions(s.node.Client).Fail(ctx, &sessions.SessionFailRequest{AccountID: req.AccountID, SessionID: ack.SessionID,
-		RunID: req.RunID, Finish: finish, Error: msg})
-	if err != nil {
-		s.log.Error("recording a lost turn in its session failed", "run_id", req.RunID, "session_id", ack.SessionID, "err", err)
+	sse.write(agent.Event{Type: agent.EventError, Message: msg})
+	sse.write(agent.Event{Type: agent.EventEnd, FinishReason: agent.FinishUnavailable})
+}
+
+// sseWriter writes a run's events as Server-Sent Events: the event's seq
+// is its SSE id (so a client reconnects with Last-Event-ID), its JSON the
+// data line.
+type sseWriter struct {
+	w       *echo.Response
+	started bool
+}
+
+func newSSE(w *echo.Response) *sseWriter { return &sseWriter{w: w} }
+
+func (s *sseWriter) write(ev agent.Event) {
+	w := s.w
+	if !s.started {
+		s.started = true
+		w.Header().Set(echo.HeaderContentType, "text/event-stream")
+		w.Header().Set(echo.HeaderCacheControl, "no-cache")
+		w.Header().Set("X-Accel-Buffering", "no")
+		// A turn may stream for minutes: lift the server's write deadline.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		w.WriteHeader(http.StatusOK)
 	}
+	seq := ev.Seq
+	ev.Seq = 0
+	data, _ := json.Marshal(ev)
+	// Writes to a client that went away fail; the run goes on.
+	if seq > 0 {
+		_, _ = fmt.Fprintf(w, "id: %d\ndata: %s\n\n", seq, data)
+	} else {
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", data)
+	}
+	w.Flush()
 }
 
 // baseToken gives a Base turn the token its provider presents to /mcp: a
@@ -239,16 +293,106 @@ type cancelRunResponse struct {
 // caller's run stops it, and the run saves its turn with finish cancelled
 // (its stream, if anyone still reads it, ends the same way). The run id is
 // the id of the chat stream's start event. Cancellation is announced to
-// every agent replica, so the answer is 202 whether or not the run is
-// still going; a run of another account is not touched.
+// every agent replica and recorded on the run, so that a run being taken
+// over or waiting for an approval stops too; the answer is 202 whether or
+// not the run is still going, and a run of another account is not touched.
 func (s *Service) cancelRun(c echo.Context) error {
-	id := c.Param("id")
-	if _, err := uuid.Parse(id); err != nil {
-		return wire.Errorf(wire.InvalidArgument, "run id %q is not a UUID", id)
-	}
-	err := agent.NewClient(s.node.Client).Cancel(c.Request().Context(), &agent.CancelEvent{RunID: id, AccountID: principal(c).AccountID, Reason: "the user stopped the run"})
+	id, err := runID(c)
 	if err != nil {
 		return err
 	}
+	ctx, account := c.Request().Context(), principal(c).AccountID
+	if _, err := runs.NewClient(s.node.Client).Cancel(ctx, &runs.CancelRequest{RunID: id, AccountID: account}); err != nil && !wire.IsCode(err, wire.NotFound) {
+		return err
+	}
+	if err := agent.NewClient(s.node.Client).Cancel(ctx, &agent.CancelEvent{RunID: id, AccountID: account, Reason: "the user stopped the run"}); err != nil {
+		return err
+	}
 	return c.JSON(http.StatusAccepted, cancelRunResponse{RunID: id})
+}
+
+func runID(c echo.Context) (string, error) {
+	id := c.Param("id")
+	if _, err := uuid.Parse(id); err != nil {
+		return "", wire.Errorf(wire.InvalidArgument, "run id %q is not a UUID", id)
+	}
+	return id, nil
+}
+
+// streamRun answers GET /api/runs/{id}/stream: the caller's run's events
+// after Last-Event-ID (or ?after=; 0 replays from the start) from storage,
+// then live ones until the end, or until it pauses for an approval.
+func (s *Service) streamRun(c echo.Context) error {
+	id, err := runID(c)
+	if err != nil {
+		return err
+	}
+	last := c.Request().Header.Get("Last-Event-ID")
+	if last == "" {
+		last = c.QueryParam("after")
+	}
+	var after int64
+	if last != "" {
+		if after, err = strconv.ParseInt(last, 10, 64); err != nil || after < 0 {
+			return wire.Errorf(wire.InvalidArgument, "Last-Event-ID must be an event's id, a number")
+		}
+	}
+	// Checked before the stream starts, so another account's run (or none)
+	// is an ordinary 404.
+	if _, err := runs.NewClient(s.node.Client).Events(c.Request().Context(), &runs.EventsRequest{RunID: id, AccountID: principal(c).AccountID, After: math.MaxInt64}); err != nil {
+		return err
+	}
+	return s.follow(c.Request().Context(), c, id, after)
+}
+
+// approveRequest is the body of POST /api/runs/{id}/approve.
+type approveRequest struct {
+	// Decision is approve, edit or reject.
+	Decision string `json:"decision"`
+	// Arguments replace the call's arguments (edit).
+	Arguments json.RawMessage `json:"arguments"`
+	// Reason is what the model sees as the tool's result (reject).
+	Reason string `json:"reason"`
+	// ToolCallID names the call decided on; empty means the one the run
+	// waits for.
+	ToolCallID string `json:"tool_call_id"`
+}
+
+// approveResponse is the answer of POST /api/runs/{id}/approve.
+type approveResponse struct {
+	RunID string `json:"run_id"`
+	State string `json:"state"`
+}
+
+// approveRun answers POST /api/runs/{id}/approve: the user's decision on
+// the tool call the caller's paused run waits for (agent-svc/design.md
+// "Approvals"). The run goes on, on whichever agent replica claims it
+// first; GET /api/runs/{id}/stream follows it.
+func (s *Service) approveRun(c echo.Context) error {
+	id, err := runID(c)
+	if err != nil {
+		return err
+	}
+	var body approveRequest
+	if err := s.bindJSON(c, &body, "the body must be a JSON object with a decision: approve, edit or reject"); err != nil {
+		return err
+	}
+	ctx, account := c.Request().Context(), principal(c).AccountID
+	store := runs.NewClient(s.node.Client)
+	if body.ToolCallID == "" {
+		cur, err := store.Events(ctx, &runs.EventsRequest{RunID: id, AccountID: account, After: math.MaxInt64})
+		if err != nil {
+			return err
+		}
+		if cur.Approval == nil {
+			return wire.Errorf(wire.FailedPrecondition, "run %s is not waiting for an approval", id)
+		}
+		body.ToolCallID = cur.Approval.ToolCallID
+	}
+	run, err := store.Decide(ctx, &runs.DecideRequest{RunID: id, AccountID: account, Decision: runs.Decision{ToolCallID: body.ToolCallID,
+		Decision: body.Decision, Arguments: body.Arguments, Reason: body.Reason}})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusAccepted, approveResponse{RunID: id, State: run.State})
 }

@@ -16,6 +16,8 @@ import (
 func (s *Service) chatRoutes(api *echo.Group) {
 	api.POST("/chat", s.chat)
 	api.POST("/runs/:id/cancel", s.cancelRun)
+	api.POST("/runs/:id/approve", s.approveRun)
+	api.GET("/runs/:id/stream", s.streamRun)
 	api.GET("/sessions", s.listSessions)
 	api.GET("/sessions/:id", s.getSession)
 	api.DELETE("/sessions/:id", s.deleteSession)

@@ -7,6 +7,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/vfs/audit"
 	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
+	"github.com/mirobody/mirobody-go/services/vfs/runs"
 	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/vfs/tasks"
 	"github.com/mirobody/mirobody-go/services/vfs/userdata"
@@ -17,5 +18,5 @@ import (
 // contracts, and nothing else.
 func TestServesItsContracts(t *testing.T) {
 	e := start(t, nil)
-	wiretest.Served(t, e.client, Name, files.Contracts(), accounts.Contracts(), sessions.Contracts(), userdata.Contracts(), mcpservers.Contracts(), audit.Contracts(), tasks.Contracts())
+	wiretest.Served(t, e.client, Name, files.Contracts(), accounts.Contracts(), sessions.Contracts(), runs.Contracts(), userdata.Contracts(), mcpservers.Contracts(), audit.Contracts(), tasks.Contracts())
 }

@@ -86,7 +86,7 @@ func (s *Service) completeTurn(ctx context.Context, tx pgx.Tx, req *sessions.Ses
 	if err != nil {
 		return false, fmt.Errorf("completing turn: %w", err)
 	}
-	return true, nil
+	return true, endRun(ctx, tx, req.Turn.RunID, req.AccountID)
 }
 
 // failTurn marks a run's turn failed if it is still in progress.
@@ -100,11 +100,21 @@ func (s *Service) failTurn(ctx context.Context, req *sessions.SessionFailRequest
 	if req.Finish == "" || req.Finish == sessions.FinishRunning {
 		return nil, wire.Errorf(wire.InvalidArgument, "finish_reason must say how the turn ended")
 	}
-	tag, err := s.pool.Exec(ctx, `UPDATE session_turns t SET finish = $4, error = $5 FROM sessions s
-		WHERE s.id = t.session_id AND s.account_id = $2 AND t.session_id = $1 AND t.run_id = $3 AND t.finish = $6`,
-		req.SessionID, req.AccountID, req.RunID, req.Finish, req.Error, sessions.FinishRunning)
+	var out sessions.SessionFailResponse
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE session_turns t SET finish = $4, error = $5 FROM sessions s
+			WHERE s.id = t.session_id AND s.account_id = $2 AND t.session_id = $1 AND t.run_id = $3 AND t.finish = $6`,
+			req.SessionID, req.AccountID, req.RunID, req.Finish, req.Error, sessions.FinishRunning)
+		if err != nil {
+			return fmt.Errorf("marking turn failed: %w", err)
+		}
+		out.Marked = tag.RowsAffected() > 0
+		// The run ends either way: a turn no longer running has nothing
+		// left for a replica to resume.
+		return endRun(ctx, tx, req.RunID, req.AccountID)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("marking turn failed: %w", err)
+		return nil, err
 	}
-	return &sessions.SessionFailResponse{Marked: tag.RowsAffected() > 0}, nil
+	return &out, nil
 }

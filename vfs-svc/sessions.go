@@ -262,6 +262,11 @@ func (s *Service) deleteSession(ctx context.Context, req *sessions.SessionDelete
 		if tag.RowsAffected() == 0 {
 			return wire.Errorf(wire.NotFound, "no session %q", req.SessionID)
 		}
+		// Its runs (and their recorded events) go too: a run still going
+		// is fenced off and stops at its next record.
+		if _, err := tx.Exec(ctx, `DELETE FROM runs WHERE account_id = $1 AND session_id = $2`, req.AccountID, req.SessionID); err != nil {
+			return fmt.Errorf("deleting the session's runs: %w", err)
+		}
 		// The session's files go too, and the account's usage row (locked
 		// first, as every VFS write does) shrinks by their size.
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM vfs_usage WHERE account_id = $1 FOR UPDATE`, req.AccountID); err != nil {

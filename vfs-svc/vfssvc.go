@@ -144,6 +144,7 @@ func (s *Service) register() error {
 		s.registerAccounts(svc),
 		s.registerFS(svc),
 		s.registerSessions(svc),
+		s.registerRuns(svc),
 		s.registerOAuth(svc),
 		s.registerMCPServers(svc),
 		s.registerData(svc),

@@ -14,8 +14,8 @@ import (
 // Endpoints and events of agent-svc.
 var (
 	// RunsStart starts a run (request/reply through the queue group).
-	// The reply acknowledges the run; its events then flow to the
-	// request's Inbox.
+	// The reply acknowledges the run; its events then flow to
+	// RunSubject(run id), whichever replica owns the run.
 	RunsStart = wire.Endpoint[StartRequest, StartResponse]{Subject: "agent.runs.start"}
 	// RunsCancel is published (no queue group, every replica listens)
 	// to cancel a run; the replica running it stops it.
@@ -23,7 +23,7 @@ var (
 	// SessionDeleted is published when a session is deleted, so that
 	// every replica drops its REPL state.
 	SessionDeleted = wire.Event[SessionDeletedEvent]{Subject: "events.agent.session_deleted"}
-	// RunEvents is the stream a run's Inbox names (RunEvents.On(inbox)).
+	// RunEvents is the family of run event subjects (RunSubject).
 	RunEvents = wire.Event[Event]{Subject: wire.StreamPrefix + ".*"}
 )
 
@@ -32,10 +32,9 @@ const DefaultHeartbeat = 2 * time.Second
 
 // StartRequest starts one chat turn.
 type StartRequest struct {
-	// RunID identifies the run (for cancellation); the caller picks it.
-	RunID string `json:"run_id"`
-	// Inbox receives the run's events.
-	Inbox     string `json:"inbox"`
+	// RunID identifies the run (its events' subject, cancellation,
+	// approval, replay); the caller picks it: a UUID.
+	RunID     string `json:"run_id"`
 	AccountID string `json:"account_id"`
 	// SessionID continues a session; empty starts a new one.
 	SessionID string `json:"session_id,omitempty"`
@@ -135,6 +134,9 @@ const (
 	// EventTitle carries the session's generated title (Text), sent
 	// before the end event of a session's first turn.
 	EventTitle = "title"
+	// EventApproval says the run paused until the user approves, edits
+	// or rejects a tool call (ID, Name, Args); it ends the stream.
+	EventApproval = "approval"
 )
 
 // Finish reasons of an end event.
@@ -163,15 +165,15 @@ type Todo struct {
 // Event is one numbered event of a run. Only the fields of its Type are set.
 type Event struct {
 	// Seq numbers the events of a run from 1, so the receiver can detect
-	// loss and reorder.
+	// loss and reorder, and replay from a number; heartbeats carry none.
 	Seq  int64  `json:"seq,omitempty"`
 	Type string `json:"type"`
-	// ID is the run id (start) or the tool call id (tool_call).
+	// ID is the run id (start) or the tool call id (tool_call, approval).
 	ID        string `json:"id,omitempty"`
 	SessionID string `json:"session_id,omitempty"`
 	Text      string `json:"text,omitempty"`
 	Reasoning string `json:"reasoning,omitempty"`
-	// Name and Args describe a tool call.
+	// Name and Args describe a tool call (tool_call, approval).
 	Name string          `json:"name,omitempty"`
 	Args json.RawMessage `json:"args,omitempty"`
 	// ToolCallID, Content, Status, ErrorKind and Truncated describe a tool result.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -14,44 +16,125 @@ type Client struct{ c *wire.Client }
 // NewClient returns a Client over c.
 func NewClient(c *wire.Client) *Client { return &Client{c: c} }
 
-// missedHeartbeats is how many heartbeat intervals may pass in silence
-// before a run is declared lost.
-const missedHeartbeats = 3
+// MissedHeartbeats is how many heartbeat intervals a run's owner may fail
+// to renew its lease before the lease ends and another replica takes the
+// run over (agent-svc/design.md "Durable runs").
+const MissedHeartbeats = 3
+
+// minLease keeps a lease from ending on one slow write of a loaded
+// store: an owner that cannot renew in time must stop (another replica
+// may have claimed the run), and stopping a healthy run costs a takeover.
+const minLease = 2 * time.Second
+
+// Lease is how long a run's owner holds it without renewing, for
+// heartbeats every hb.
+func Lease(hb time.Duration) time.Duration { return max(MissedHeartbeats*hb, minLease) }
+
+// silence is how long a follower waits in silence before it gives up on a
+// run: the owner's lease, the takeover sweep and the new owner's start fit
+// within it, once over.
+func silence(hb time.Duration) time.Duration { return 2*Lease(hb) + 2*hb }
+
+// RunSubject is where a run's events are published, whichever replica owns
+// it: a follower that subscribes there sees the run go on after a takeover.
+func RunSubject(runID string) string { return RunEvents.For("run-" + runID).Subject }
+
+// Backlog reads a run's recorded events after a sequence number, and says
+// whether the run still goes on (false once it ended or paused).
+type Backlog func(ctx context.Context, after int64) (events []Event, live bool, err error)
 
 // Run starts a turn and calls onEvent for each of its events, in sequence
-// order, until the end event (which is delivered too). When ctx ends the
-// run is cancelled on its replica. When the replica goes silent for three
-// heartbeat intervals Run returns an unavailable error; the caller reports
-// it to its client. The returned StartResponse is nil if the run never
-// started.
+// order, until the end event or an approval event (the run pauses until
+// the user decides), which are delivered too. When ctx ends the run is
+// cancelled on its replica. When the run goes silent for longer than a
+// takeover takes, Run returns an unavailable error. The returned
+// StartResponse is nil if the run never started.
 func (c *Client) Run(ctx context.Context, req *StartRequest, onEvent func(Event)) (*StartResponse, error) {
-	nc := c.c.Conn()
-	r := *req
-	r.Inbox = wire.NewStream()
-	// A synchronous subscription queues events (up to generous limits)
-	// while the caller writes to a slow HTTP client, instead of dropping.
-	sub, err := nc.SubscribeSync(r.Inbox)
+	sub, err := c.subscribe(req.RunID)
 	if err != nil {
-		return nil, fmt.Errorf("subscribing to the run inbox: %w", err)
+		return nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := sub.SetPendingLimits(1<<16, 64<<20); err != nil {
-		return nil, fmt.Errorf("sizing the run inbox: %w", err)
-	}
-
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	ack, err := RunsStart.Call(startCtx, c.c, &r)
+	ack, err := RunsStart.Call(startCtx, c.c, req)
 	cancel()
 	if err != nil {
 		return nil, err
 	}
 	hb := time.Duration(ack.HeartbeatMS) * time.Millisecond
+	err = c.follow(ctx, sub, req.RunID, hb, 0, nil, onEvent)
+	if ctx.Err() != nil {
+		_ = RunsCancel.Publish(context.WithoutCancel(ctx), c.c, &CancelEvent{RunID: req.RunID, Reason: "client went away"})
+	}
+	return ack, err
+}
+
+// Follow delivers a run's events after the sequence number after: first
+// those backlog returns, then the live ones, until the end or an approval
+// event, or until the run is no longer live. hb is the runs' heartbeat
+// interval. Following does not cancel the run when ctx ends.
+func (c *Client) Follow(ctx context.Context, runID string, after int64, hb time.Duration, backlog Backlog, onEvent func(Event)) error {
+	sub, err := c.subscribe(runID)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	return c.follow(ctx, sub, runID, hb, after, backlog, onEvent)
+}
+
+func (c *Client) subscribe(runID string) (*nats.Subscription, error) {
+	// A synchronous subscription queues events (up to generous limits)
+	// while the caller writes to a slow HTTP client, instead of dropping.
+	sub, err := c.c.Conn().SubscribeSync(RunSubject(runID))
+	if err != nil {
+		return nil, fmt.Errorf("subscribing to the run's events: %w", err)
+	}
+	if err := sub.SetPendingLimits(1<<16, 64<<20); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("sizing the run's event queue: %w", err)
+	}
+	return sub, nil
+}
+
+// follow reorders a run's events by seq. Heartbeats (seq 0) are passed on
+// as they come; a run that moved to another replica republishes its
+// recorded events, which fills any gap the old owner left.
+func (c *Client) follow(ctx context.Context, sub *nats.Subscription, runID string, hb time.Duration, after int64, backlog Backlog, onEvent func(Event)) error {
 	if hb <= 0 {
 		hb = DefaultHeartbeat
 	}
-	window := missedHeartbeats * hb
-	next := int64(1)
+	window := silence(hb)
+	next := after + 1
 	pending := map[int64]Event{}
+	// deliver passes on the events now in order; done is true after an
+	// end or approval event.
+	deliver := func() (done bool) {
+		for {
+			e, ok := pending[next]
+			if !ok {
+				return false
+			}
+			delete(pending, next)
+			next++
+			onEvent(e)
+			if e.Type == EventEnd || e.Type == EventApproval {
+				return true
+			}
+		}
+	}
+	if backlog != nil {
+		// Subscribed first, so nothing published after the read is missed.
+		evs, live, err := backlog(ctx, after)
+		if err != nil {
+			return err
+		}
+		for _, e := range evs {
+			pending[e.Seq] = e
+		}
+		if deliver() || !live {
+			return nil
+		}
+	}
 	var gapSince time.Time
 	for {
 		msgCtx, cancel := context.WithTimeout(ctx, window)
@@ -59,40 +142,36 @@ func (c *Client) Run(ctx context.Context, req *StartRequest, onEvent func(Event)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
-			_ = RunsCancel.Publish(context.WithoutCancel(ctx), c.c, &CancelEvent{RunID: r.RunID, Reason: "client went away"})
-			return ack, ctx.Err()
+			return ctx.Err()
 		case err != nil:
-			return ack, wire.Errorf(wire.Unavailable, "the agent stopped responding (no heartbeat for %s)", window)
+			return wire.Errorf(wire.Unavailable, "the agent stopped responding (no heartbeat for %s); the run goes on once an agent replica takes it over (GET /api/runs/%s/stream)", window, runID)
 		}
 		ev, err := RunEvents.Decode(m)
 		if err != nil {
-			return ack, wire.Errorf(wire.Internal, "decoding a run event: %v", err)
+			return wire.Errorf(wire.Internal, "decoding a run event: %v", err)
+		}
+		if ev.Seq == 0 {
+			// A heartbeat: passed on, so that an idle HTTP stream stays
+			// open through proxies.
+			onEvent(*ev)
+			continue
 		}
 		if ev.Seq < next {
 			continue // a duplicate
 		}
 		pending[ev.Seq] = *ev
-		for {
-			e, ok := pending[next]
-			if !ok {
-				break
-			}
-			delete(pending, next)
-			next++
-			onEvent(e)
-			if e.Type == EventEnd {
-				return ack, nil
-			}
+		if deliver() {
+			return nil
 		}
 		// Heartbeats keep coming while an event is missing: a gap that
-		// outlives the heartbeat window means events were lost.
+		// outlives the window means events were lost.
 		switch {
 		case len(pending) == 0:
 			gapSince = time.Time{}
 		case gapSince.IsZero():
 			gapSince = time.Now()
 		case time.Since(gapSince) > window:
-			return ack, wire.Errorf(wire.Unavailable, "events of the run were lost (missing event %d)", next)
+			return wire.Errorf(wire.Unavailable, "events of the run were lost (missing event %d)", next)
 		}
 	}
 }

@@ -30,7 +30,7 @@ func fakeRun(t *testing.T, nc *nats.Conn, seqs []int64, end bool) {
 				ev.Type = EventEnd
 			}
 			b, _ := json.Marshal(ev)
-			_ = nc.Publish(req.Inbox, b)
+			_ = nc.Publish(RunSubject(req.RunID), b)
 		}
 	})
 	if err != nil {

@@ -59,6 +59,9 @@ type Config struct {
 	DisallowedToolsDeep []string `key:"DISALLOWED_TOOLS_DEEP" default:""`
 	AllowedToolsBase    []string `key:"ALLOWED_TOOLS_BASE" default:""`
 	DisallowedToolsBase []string `key:"DISALLOWED_TOOLS_BASE" default:""`
+	// InterruptOnDeep lists the tools whose calls by the Deep agent wait
+	// for the user's approval (agent-svc/design.md "Approvals").
+	InterruptOnDeep []string `key:"INTERRUPT_ON_DEEP" default:""`
 	// The gateway reads the tool timeouts too: see Config.ToolTimeout.
 	ToolTimeoutS       int            `key:"TOOL_TIMEOUT_S" default:"60" min:"1"`
 	ToolTimeouts       map[string]int `key:"TOOL_TIMEOUTS" default:"" min:"1"`

@@ -12,8 +12,10 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/boot"
@@ -27,11 +29,14 @@ todos as they happen. Without --key it uses the dev demo key in DEV_DIR.
 --agent base hands the turn to a provider that calls our /mcp itself
 (MCP_PUBLIC_URL must be reachable from the provider). --file attaches a
 file (repeat it for several): images and PDFs reach the model as they
-are, text files as text (CHAT_ATTACHMENT_* set the limits).
+are, text files as text (CHAT_ATTACHMENT_* set the limits). A tool call
+that needs approval (INTERRUPT_ON_DEEP) is shown and asked about on the
+terminal. Ctrl-C stops the turn (POST /api/runs/{id}/cancel); a second
+one quits.
 `
 
 // runChat is `mirobody chat "question"`.
-func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, chatUsage); fs.PrintDefaults() }
@@ -72,24 +77,34 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		*key = strings.TrimSpace(string(b))
 	}
+	// The first Ctrl-C stops the run; once handled, a second one quits.
+	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt)
+	defer stopSignals()
+	c := &chatClient{base: strings.TrimSuffix(*url, "/"), key: *key}
 	body, _ := json.Marshal(map[string]any{"question": question, "session_id": *session, "agent": *agentName, "provider": *provider, "attachments": files})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(*url, "/")+"/api/chat", bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("building the request: %w", err)
+	resp, err := c.do(ctx, http.MethodPost, "/api/chat", body, "")
+	in := bufio.NewReader(stdin)
+	st := &chatState{}
+	for {
+		if err != nil {
+			return c.interrupted(ctx, st, stdout, err)
+		}
+		err = renderChat(resp.Body, stdout, *raw, st)
+		resp.Body.Close()
+		if !errors.Is(err, errPaused) {
+			return c.interrupted(ctx, st, stdout, err)
+		}
+		decision, aerr := askApproval(in, stdout, st.approval)
+		if aerr != nil {
+			return aerr
+		}
+		ack, aerr := c.do(ctx, http.MethodPost, "/api/runs/"+st.runID+"/approve", decision, "")
+		if aerr != nil {
+			return c.interrupted(ctx, st, stdout, aerr)
+		}
+		ack.Body.Close()
+		resp, err = c.do(ctx, http.MethodGet, "/api/runs/"+st.runID+"/stream", nil, fmt.Sprint(st.lastID))
 	}
-	req.Header.Set("Authorization", "Bearer "+*key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("calling %s: %w", *url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
-	return renderChat(resp.Body, stdout, *raw)
 }
 
 // chatFile is one attachment of POST /api/chat (the gateway's
@@ -114,9 +129,104 @@ func readChatFile(path string) (chatFile, error) {
 	return chatFile{Name: filepath.Base(path), Type: typ, Data: data}, nil
 }
 
+// chatClient calls the gateway's chat API with an API key.
+type chatClient struct{ base, key string }
+
+// do sends a request and returns its response, or the error the gateway
+// answered; lastID sets Last-Event-ID.
+func (c *chatClient) do(ctx context.Context, method, path string, body []byte, lastID string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("building the request: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("calling %s: %w", c.base, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return nil, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	return resp, nil
+}
+
+// interrupted returns err, unless the user pressed Ctrl-C: then the run
+// is stopped on the server, not only left behind.
+func (c *chatClient) interrupted(ctx context.Context, st *chatState, w io.Writer, err error) error {
+	if ctx.Err() == nil || st.runID == "" {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	resp, cerr := c.do(cctx, http.MethodPost, "/api/runs/"+st.runID+"/cancel", nil, "")
+	if cerr != nil {
+		return fmt.Errorf("stopping the run %s: %w", st.runID, cerr)
+	}
+	resp.Body.Close()
+	fmt.Fprintf(w, "\n(stopped run %s)\n", st.runID)
+	return errors.New("the turn was stopped")
+}
+
+// askApproval shows a tool call that waits for the user and reads the
+// decision: approve, edit (new arguments, a JSON object on one line) or
+// reject (a reason the model sees).
+func askApproval(in *bufio.Reader, w io.Writer, ev agent.Event) ([]byte, error) {
+	fmt.Fprintf(w, "? the agent wants to run %s %s\n", ev.Name, oneLine(unescapedJSON(ev.Args), 400))
+	for {
+		fmt.Fprint(w, "  [a]pprove, [e]dit, [r]eject? ")
+		line, err := in.ReadString('\n')
+		if err != nil && line == "" {
+			return nil, fmt.Errorf("reading the decision: %w", err)
+		}
+		d := map[string]any{"tool_call_id": ev.ID}
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "a", "approve", "y", "yes":
+			d["decision"] = "approve"
+		case "e", "edit":
+			fmt.Fprint(w, "  arguments (JSON object): ")
+			args, _ := in.ReadString('\n')
+			if !json.Valid([]byte(args)) {
+				fmt.Fprintln(w, "  that is not JSON")
+				continue
+			}
+			d["decision"], d["arguments"] = "edit", json.RawMessage(strings.TrimSpace(args))
+		case "r", "reject", "n", "no":
+			fmt.Fprint(w, "  reason: ")
+			reason, _ := in.ReadString('\n')
+			d["decision"], d["reason"] = "reject", strings.TrimSpace(reason)
+		default:
+			continue
+		}
+		return json.Marshal(d)
+	}
+}
+
+// chatState is what a chat follows across streams: its run, the last
+// event id seen (to resume with Last-Event-ID), and the approval a paused
+// run waits for.
+type chatState struct {
+	runID    string
+	lastID   int64
+	approval agent.Event
+}
+
+// errPaused ends a stream that paused for an approval.
+var errPaused = errors.New("the run waits for an approval")
+
 // renderChat prints an SSE event stream; it fails when the turn did not
-// end with finish_reason stop.
-func renderChat(r io.Reader, w io.Writer, raw bool) error {
+// end with finish_reason stop, and with errPaused when it paused for an
+// approval. st (if not nil) learns the run id and the last event id.
+func renderChat(r io.Reader, w io.Writer, raw bool, st *chatState) error {
+	if st == nil {
+		st = &chatState{}
+	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	// mode is what the last output line is in the middle of: streamed
@@ -129,6 +239,10 @@ func renderChat(r io.Reader, w io.Writer, raw bool) error {
 		}
 	}
 	for sc.Scan() {
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			_, _ = fmt.Sscan(id, &st.lastID)
+			continue
+		}
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {
 			continue
@@ -140,9 +254,16 @@ func renderChat(r io.Reader, w io.Writer, raw bool) error {
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
 			return fmt.Errorf("decoding an event: %w", err)
 		}
+		if ev.Type == agent.EventStart {
+			st.runID = ev.ID
+		}
 		if raw {
-			if ev.Type == agent.EventEnd {
+			switch ev.Type {
+			case agent.EventEnd:
 				return finishErr(ev.FinishReason)
+			case agent.EventApproval:
+				st.approval = ev
+				return errPaused
 			}
 			continue
 		}
@@ -194,6 +315,10 @@ func renderChat(r io.Reader, w io.Writer, raw bool) error {
 			endLine()
 			fmt.Fprintf(w, "(%s)\n", ev.FinishReason)
 			return finishErr(ev.FinishReason)
+		case agent.EventApproval:
+			endLine()
+			st.approval = ev
+			return errPaused
 		}
 	}
 	if err := sc.Err(); err != nil {

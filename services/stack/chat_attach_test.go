@@ -227,7 +227,7 @@ func TestChatAttachments(t *testing.T) {
 		must(t, os.WriteFile(imgPath, img, 0o600))
 		var out, errOut bytes.Buffer
 		err := runChat(context.Background(), []string{"--config", "testdata/empty.yaml", "--url", st.URL, "--key", st.Key,
-			"--file", "testdata/lab-report.pdf", "--file", imgPath, "what do these show?"}, &out, &errOut)
+			"--file", "testdata/lab-report.pdf", "--file", imgPath, "what do these show?"}, strings.NewReader(""), &out, &errOut)
 		if err != nil {
 			t.Fatalf("mirobody chat --file: %v\n%s\n%s", err, out.String(), errOut.String())
 		}
@@ -238,7 +238,7 @@ func TestChatAttachments(t *testing.T) {
 		if len(rec.Parts) != 2 || rec.Parts[0].Filename != "lab-report.pdf" || rec.Parts[1].MediaType != "image/png" {
 			t.Errorf("parts %+v", rec.Parts)
 		}
-		err = runChat(context.Background(), []string{"--config", "testdata/empty.yaml", "--url", st.URL, "--key", st.Key, "--file", filepath.Join(dir, "missing.pdf"), "q"}, &out, &errOut)
+		err = runChat(context.Background(), []string{"--config", "testdata/empty.yaml", "--url", st.URL, "--key", st.Key, "--file", filepath.Join(dir, "missing.pdf"), "q"}, strings.NewReader(""), &out, &errOut)
 		if err == nil || !strings.Contains(err.Error(), "reading the file to attach") {
 			t.Errorf("a missing --file: %v", err)
 		}

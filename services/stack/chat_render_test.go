@@ -48,7 +48,7 @@ data: {"type":"end","finish_reason":"unavailable"}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out strings.Builder
-			err := renderChat(strings.NewReader(tc.stream), &out, tc.raw)
+			err := renderChat(strings.NewReader(tc.stream), &out, tc.raw, nil)
 			if out.String() != tc.want {
 				t.Errorf("output\n%q\nwant\n%q", out.String(), tc.want)
 			}
@@ -95,7 +95,9 @@ func TestChatScriptedDev(t *testing.T) {
 	// The SSE vocabulary is pinned by a golden file: one data block a
 	// line, with run and session ids blanked and heartbeats dropped. The
 	// results of parallel tool calls arrive in any order, so a run of
-	// tool_result events is sorted by call id.
+	// tool_result events is sorted by call id; and text and reasoning
+	// deltas are merged, as a run records the deltas that pile up while it
+	// writes as one event (agent-svc/design.md "Durable runs").
 	var b strings.Builder
 	var results []agent.Event
 	flush := func() {
@@ -105,7 +107,16 @@ func TestChatScriptedDev(t *testing.T) {
 		}
 		results = nil
 	}
+	var merged []agent.Event
 	for _, e := range evs {
+		if n := len(merged); n > 0 && e.Type == merged[n-1].Type && (e.Type == agent.EventText || e.Type == agent.EventReasoning) {
+			merged[n-1].Text += e.Text
+			merged[n-1].Reasoning += e.Reasoning
+			continue
+		}
+		merged = append(merged, e)
+	}
+	for _, e := range merged {
 		switch e.Type {
 		case agent.EventHeartbeat:
 			continue

@@ -64,6 +64,10 @@ func (st *chatStack) startStream(t *testing.T, ctx context.Context, body map[str
 	r := bufio.NewReader(resp.Body)
 	line, err := r.ReadString('\n')
 	must(t, err)
+	if strings.HasPrefix(line, "id: ") {
+		line, err = r.ReadString('\n')
+		must(t, err)
+	}
 	var start agent.Event
 	must(t, json.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(line), "data: ")), &start))
 	if start.Type != agent.EventStart || start.ID == "" {

@@ -74,7 +74,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "data":
 		err = runData(ctx, rest, stdout, stderr)
 	case "chat":
-		err = runChat(ctx, rest, stdout, stderr)
+		err = runChat(ctx, rest, os.Stdin, stdout, stderr)
 	case "nats-creds":
 		err = runNATSCreds(rest, stdout, stderr)
 	case "mcp":

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"text/template"
 	"time"
@@ -24,6 +26,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/vfs/files"
+	"github.com/mirobody/mirobody-go/services/vfs/runs"
 )
 
 // Subagent is a configured `task` subagent.
@@ -106,11 +109,31 @@ type run struct {
 	depth     int
 	// quiet suppresses text events (a subagent's text is its result).
 	quiet bool
+	// durable checkpoints the turn (the top level only: a subagent is one
+	// tool call of its parent). nil for none.
+	durable turn.Durable
+	// steps counts model calls, across replicas for a resumed turn.
+	steps int
+	// pending is the step whose tool calls are under way, with the
+	// results finished so far (a resumed turn runs only the others).
+	pending   *llm.Message
+	results   map[string]llm.Message
+	decisions map[string]runs.Decision
 }
 
 // Run implements turn.Agent.
 func (a *Agent) Run(ctx context.Context, t *turn.Turn) (*turn.Outcome, error) {
-	r := &run{a: a, turn: t, messages: append(append([]llm.Message(nil), t.History...), t.UserMessage())}
+	r := &run{a: a, turn: t, durable: t.Durable, results: map[string]llm.Message{}, decisions: map[string]runs.Decision{}}
+	if cp := t.Resume; cp != nil {
+		r.messages, r.steps, r.usage, r.pending = cp.Messages, cp.Steps, cp.Usage, cp.Pending
+		if r.pending != nil {
+			r.steps-- // the checkpoint counts the step under way as taken
+		}
+		maps.Copy(r.results, cp.Results)
+		maps.Copy(r.decisions, cp.Decisions)
+	} else {
+		r.messages = append(append([]llm.Message(nil), t.History...), t.UserMessage())
+	}
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -154,8 +177,15 @@ func (r *run) loop(ctx context.Context) (string, string) {
 	for i, t := range r.tools {
 		defs[i] = t.def
 	}
-	for step := 0; ; step++ {
-		if step >= r.a.opts.MaxSteps {
+	if r.pending != nil {
+		// A resumed turn: the step's calls that have no result yet.
+		if finish, ok := r.finishStep(ctx, *r.pending); !ok {
+			return "", finish
+		}
+		r.steps++
+	}
+	for ; ; r.steps++ {
+		if r.steps >= r.a.opts.MaxSteps {
 			r.emit(agent.Event{Type: agent.EventError, Message: fmt.Sprintf("the turn stopped after %d model steps (MAX_STEPS) before the model finished", r.a.opts.MaxSteps)})
 			return "", agent.FinishError
 		}
@@ -180,13 +210,89 @@ func (r *run) loop(ctx context.Context) (string, string) {
 			}
 			return msg.Content, agent.FinishStop
 		}
-		results := r.runTools(ctx, msg.ToolCalls)
-		if ctx.Err() != nil {
-			// The step is incomplete: keep the history without it.
-			return "", r.fail(ctx, ctx.Err())
+		r.pending = &msg
+		clear(r.results)
+		if err := r.save(ctx); err != nil {
+			return "", r.fail(ctx, err)
 		}
-		r.messages = append(r.messages, msg)
-		r.messages = append(r.messages, results...)
+		if finish, ok := r.finishStep(ctx, msg); !ok {
+			return "", finish
+		}
+	}
+}
+
+// finishStep runs the tool calls of the step msg that have no result yet
+// and appends the step to the history; ok is false when the turn ends.
+func (r *run) finishStep(ctx context.Context, msg llm.Message) (finish string, ok bool) {
+	calls := slices.Clone(msg.ToolCalls)
+	for i, tc := range calls {
+		if _, done := r.results[tc.ID]; done || r.durable == nil || !slices.Contains(r.turn.Interrupt, tc.Name) {
+			continue
+		}
+		d, decided := r.decisions[tc.ID]
+		if !decided {
+			err := r.durable.Pause(ctx, r.checkpoint(), tc)
+			if errors.Is(err, turn.ErrPaused) {
+				return "", false // the run says how it paused
+			}
+			return r.fail(ctx, err), false
+		}
+		switch d.Decision {
+		case runs.DecisionEdit:
+			calls[i].Args = d.Arguments
+		case runs.DecisionReject:
+			reason := cmp.Or(d.Reason, "no reason given")
+			r.addResult(ctx, tc, result{content: "The user rejected this tool call: " + reason, isError: true, kind: "rejected"})
+		}
+	}
+	var todo []llm.ToolCall
+	for _, tc := range calls {
+		if _, done := r.results[tc.ID]; !done {
+			todo = append(todo, tc)
+		}
+	}
+	r.runTools(ctx, todo)
+	if ctx.Err() != nil {
+		// The step is incomplete: keep the history without it.
+		return r.fail(ctx, ctx.Err()), false
+	}
+	r.messages = append(r.messages, msg)
+	for _, tc := range msg.ToolCalls {
+		r.messages = append(r.messages, r.results[tc.ID])
+	}
+	r.pending = nil
+	clear(r.results)
+	return "", true
+}
+
+// checkpoint is the turn's state now; the steps counter counts the step
+// under way as taken.
+func (r *run) checkpoint() *turn.Checkpoint {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return &turn.Checkpoint{Messages: r.messages, Pending: r.pending, Results: maps.Clone(r.results), Decisions: maps.Clone(r.decisions),
+		Steps: r.steps + 1, Usage: r.usage}
+}
+
+// save checkpoints the turn, if it is durable.
+func (r *run) save(ctx context.Context) error {
+	if r.durable == nil {
+		return nil
+	}
+	return r.durable.Save(ctx, r.checkpoint())
+}
+
+// addResult records a finished call of the pending step, streams it and
+// checkpoints it, so that a takeover does not run the call again.
+func (r *run) addResult(ctx context.Context, tc llm.ToolCall, res result) {
+	r.emit(agent.Event{Type: agent.EventToolResult, ToolCallID: tc.ID, Content: res.content, Status: res.status(), ErrorKind: res.kind, Truncated: res.truncated})
+	r.mu.Lock()
+	r.results[tc.ID] = llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: res.content, IsError: res.isError}
+	r.mu.Unlock()
+	if ctx.Err() == nil {
+		if err := r.save(ctx); err != nil {
+			r.a.log.Warn("checkpointing a tool result failed", "tool", tc.Name, "err", err)
+		}
 	}
 }
 
@@ -197,29 +303,27 @@ func (r *run) addUsage(u llm.Usage) {
 }
 
 // runTools runs the tool calls of one step in parallel, as the model asked
-// for them together, and returns their results in call order. Each result
-// is streamed as soon as it is ready.
-func (r *run) runTools(ctx context.Context, calls []llm.ToolCall) []llm.Message {
+// for them together, into r.results. Each result is streamed (and
+// checkpointed) as soon as it is ready; a call cancelled mid-way has none.
+func (r *run) runTools(ctx context.Context, calls []llm.ToolCall) {
 	for _, tc := range calls {
 		r.emit(agent.Event{Type: agent.EventToolCall, ID: tc.ID, Name: tc.Name, Args: tc.Args})
 	}
-	results := make([]llm.Message, len(calls))
-	one := func(i int) {
-		tc := calls[i]
+	one := func(tc llm.ToolCall) {
 		res := r.callTool(ctx, tc)
-		r.emit(agent.Event{Type: agent.EventToolResult, ToolCallID: tc.ID, Content: res.content, Status: res.status(), ErrorKind: res.kind, Truncated: res.truncated})
-		results[i] = llm.Message{Role: llm.RoleTool, ToolCallID: tc.ID, ToolName: tc.Name, Content: res.content, IsError: res.isError}
+		if ctx.Err() == nil {
+			r.addResult(ctx, tc, res)
+		}
 	}
 	if len(calls) == 1 {
-		one(0)
-		return results
+		one(calls[0])
+		return
 	}
 	var wg sync.WaitGroup
-	for i := range calls {
-		wg.Go(func() { one(i) })
+	for _, tc := range calls {
+		wg.Go(func() { one(tc) })
 	}
 	wg.Wait()
-	return results
 }
 
 // callModel streams one step, retrying a broken stream: the partial text

@@ -272,7 +272,7 @@ func (r *run) subagent(ctx context.Context, kind, task string) result {
 		system = sa.Prompt
 	}
 	sub := &run{a: r.a, turn: r.turn, system: system, depth: r.depth + 1, quiet: true,
-		messages: []llm.Message{{Role: llm.RoleUser, Content: task}}}
+		messages: []llm.Message{{Role: llm.RoleUser, Content: task}}, results: map[string]llm.Message{}}
 	tools := make([]*tool, 0, len(r.tools))
 	for _, t := range r.tools {
 		if t.def.Name != "task" {

@@ -58,6 +58,15 @@ type Turn struct {
 	MCPServers []agent.ServerSpec
 	// Attachments are the files of the question, their content loaded.
 	Attachments []llm.Attachment
+	// Resume is the checkpoint a resumed turn continues from; nil starts
+	// from History and Question.
+	Resume *Checkpoint
+	// Durable checkpoints the turn and pauses it for approvals; nil for
+	// none.
+	Durable Durable
+	// Interrupt names the tools whose calls need the user's approval
+	// (INTERRUPT_ON_{NAME}).
+	Interrupt []string
 }
 
 // UserMessage is the turn's question as a model message, with its

@@ -231,19 +231,32 @@ async function send(question) {
       files?.restore(); // refused before the run: the files stay queued
       throw err;
     }
-    for await (const ev of events(resp.body)) {
-      if (ev.type === "title" && ev.text) showTitle(sessionID, ev.text);
-      view.apply(ev);
-      if (ev.type === "start" && ev.id) {
-        run.runID = ev.id;
-        if (run.stopping) cancelRun(run); // Stop was pressed before the run had an id
+    const state = {};
+    for (;;) {
+      let approval = null;
+      for await (const ev of events(resp.body, state)) {
+        if (ev.type === "title" && ev.text) showTitle(sessionID, ev.text);
+        view.apply(ev);
+        if (ev.type === "approval") approval = ev;
+        if (ev.type === "start" && ev.id) {
+          run.runID = ev.id;
+          if (run.stopping) cancelRun(run); // Stop was pressed before the run had an id
+        }
+        if (ev.type === "start" && ev.session_id && ev.session_id !== sessionID) {
+          sessionID = ev.session_id;
+          // The address names the session without reopening it.
+          history.replaceState(null, "", `#/chat/${encodeURIComponent(sessionID)}`);
+        }
+        scrollDown(false);
       }
-      if (ev.type === "start" && ev.session_id && ev.session_id !== sessionID) {
-        sessionID = ev.session_id;
-        // The address names the session without reopening it.
-        history.replaceState(null, "", `#/chat/${encodeURIComponent(sessionID)}`);
-      }
-      scrollDown(false);
+      if (!approval || !run.runID) break;
+      // The run waits for the user (its state is on the server, so the
+      // page may close meanwhile); then its stream goes on from here.
+      scrollDown(true);
+      const decision = await view.askApproval(approval);
+      const id = encodeURIComponent(run.runID);
+      await api(`/api/runs/${id}/approve`, { method: "POST", body: decision, signal: ctrl.signal });
+      resp = await request(`/api/runs/${id}/stream?after=${encodeURIComponent(state.lastId || "0")}`, { signal: ctrl.signal });
     }
     if (!view.finished) view.apply({ type: "error", message: "The connection closed before the turn ended." });
   } catch (err) {

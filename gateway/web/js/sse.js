@@ -5,10 +5,11 @@
 
 /**
  * events yields the parsed JSON of each event's data in a response body.
- * Comments and fields other than data are ignored; an event cut off by the
- * end of the stream is dropped, as the SSE rules say.
+ * Comments and fields other than data and id are ignored; an event cut
+ * off by the end of the stream is dropped, as the SSE rules say. The last
+ * id seen goes to state.lastId, to resume a run's stream from it.
  */
-export async function* events(body) {
+export async function* events(body, state = {}) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = "";
   let data = [];
@@ -33,6 +34,7 @@ export async function* events(body) {
         let val = colon < 0 ? "" : line.slice(colon + 1);
         if (val.startsWith(" ")) val = val.slice(1);
         if (field === "data") data.push(val);
+        else if (field === "id") state.lastId = val;
       }
     }
   } finally {

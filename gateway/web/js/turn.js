@@ -10,7 +10,7 @@ const STATUS_LABEL = { ok: "done", partial: "partial", error: "failed" };
 const TODO_MARK = { completed: "✓", in_progress: "▸", pending: "○" };
 const FINISH_NOTE = {
   error: "The turn failed.",
-  unavailable: "The agent stopped responding; the turn was lost.",
+  unavailable: "The agent stopped responding; the turn goes on once an agent is back. Reopen the session later for its answer.",
   empty: "The model returned nothing.",
   cancelled: "Stopped.",
   running: "Still running; reopen the session later for its answer.",
@@ -97,6 +97,8 @@ export class Turn {
       case "end":
         this.finish(ev.finish_reason || "stop");
         break;
+      case "approval":
+        break; // askApproval renders it, for the live stream only
       default:
         break; // heartbeat, and types newer than this page
     }
@@ -178,6 +180,53 @@ export class Turn {
       const st = it.status || "pending";
       this.todos.append(h("li", { class: `todo ${st}` }, h("span", { class: "todo-mark" }, TODO_MARK[st] || "○"), it.content || ""));
     }
+  }
+
+  /**
+   * askApproval shows a tool call that waits for the user and resolves to
+   * the decision (the body of POST /api/runs/{id}/approve): approve, edit
+   * (the arguments as edited in the box) or reject (with the reason).
+   */
+  askApproval(ev) {
+    return new Promise((resolve) => {
+      const args = h("textarea", { class: "approval-args", rows: 6, spellcheck: "false" });
+      args.value = pretty(ev.args);
+      const reason = h("input", { class: "approval-reason", type: "text", placeholder: "Reason (the model sees it)" });
+      const note = h("div", { class: "small muted approval-note" });
+      const box = h(
+        "div",
+        { class: "approval", "data-call-id": ev.id || "", "data-tool": ev.name || "" },
+        h("div", { class: "approval-title" }, "Approve this tool call? ", h("span", { class: "tool-name" }, ev.name || "tool")),
+        args,
+        reason,
+        h(
+          "div",
+          { class: "approval-actions" },
+          h("button", { type: "button", class: "btn approval-approve", onclick: () => done({ decision: "approve" }) }, "Approve"),
+          h("button", { type: "button", class: "btn approval-edit", onclick: () => edit() }, "Run edited"),
+          h("button", { type: "button", class: "btn approval-reject", onclick: () => done({ decision: "reject", reason: reason.value.trim() }) }, "Reject"),
+        ),
+        note,
+      );
+      const edit = () => {
+        let parsed;
+        try {
+          parsed = JSON.parse(args.value);
+        } catch {
+          note.textContent = "The arguments are not valid JSON.";
+          return;
+        }
+        done({ decision: "edit", arguments: parsed });
+      };
+      const done = (d) => {
+        for (const b of box.querySelectorAll("button, textarea, input")) b.disabled = true;
+        note.textContent = d.decision === "approve" ? "Approved." : d.decision === "edit" ? "Approved with edits." : "Rejected.";
+        resolve({ ...d, tool_call_id: ev.id });
+      };
+      this.body.append(box);
+      this.endText();
+      this.reasoning = null;
+    });
   }
 
   /** finish marks the turn over, with a note unless it ended normally. */
