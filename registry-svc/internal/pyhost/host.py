@@ -27,6 +27,7 @@ import functools
 import importlib.util
 import inspect
 import json
+import logging
 import math
 import os
 import re
@@ -652,6 +653,8 @@ class Host(object):
                 kwargs["user_info"] = msg.get("user_info")
             # This task's own context: the tool's thread or coroutine sees it.
             HELPERS._call.set((self.report_progress, mid) if msg.get("want_progress") else None)
+            HELPERS._interact.set(HELPERS._Interaction(functools.partial(self.report_log, mid), msg.get("log_level"),
+                                                       msg.get("caps"), msg.get("inputs")))
             if tool.is_async:
                 value = await tool.fn(**kwargs)
             else:
@@ -679,6 +682,12 @@ class Host(object):
             self.send({"id": mid, "cancelled": True})
         except GeneratorTooLarge as e:
             self.send({"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True}})
+        except HELPERS.InputRequired as e:
+            self.send({"id": mid, "result": {"content": [], "inputRequests": jsonable(e.requests)}})
+        except HELPERS.CapabilityUnavailable as e:
+            text = "%s failed: %s" % (name, e)
+            self.send({"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True,
+                                             "missingCapability": e.capability}})
         except BaseException as e:
             text = "%s failed: %s: %s" % (name, type(e).__name__, e)
             self.send({"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},
@@ -694,8 +703,15 @@ class Host(object):
             m["message"] = message
         self.send(m)
 
+    def report_log(self, mid, level, logger, data):
+        m = {"id": mid, "op": "log", "level": level, "data": jsonable(data)}
+        if logger:
+            m["logger"] = logger
+        self.send(m)
+
     def run(self):
         asyncio.set_event_loop(self.loop)
+        install_log_handler()
         threading.Thread(target=self.read_loop, name="reader", daemon=True).start()
         self.send({"op": "hello", "python": "%d.%d.%d" % sys.version_info[:3], "pid": os.getpid()})
         self.loop.run_forever()
@@ -710,6 +726,46 @@ def run_sync(mid, fn, kwargs):
         with THREADS_LOCK:
             RUNNING.discard(mid)
             ABANDONED.discard(mid)
+
+
+class CallerLogHandler(logging.Handler):
+    """Sends the log records of a tool call to its caller, at the level the
+    caller asked for (design.md "Logging"); records outside a call, or below
+    that level, go nowhere."""
+
+    def emit(self, record):
+        st = HELPERS._interact.get()
+        if st is None:
+            return
+        level = mcp_level(record.levelno)
+        if not st.wants(level):
+            return
+        try:
+            st.send_log(level, record.name, self.format(record))
+        except Exception:
+            self.handleError(record)
+
+
+def mcp_level(levelno):
+    """The MCP level of a Python logging level."""
+    for limit, name in ((logging.INFO, "debug"), (logging.WARNING, "info"), (logging.ERROR, "warning"),
+                        (logging.CRITICAL, "error")):
+        if levelno < limit:
+            return name
+    return "critical"
+
+
+def install_log_handler():
+    """Lets every record of a tool reach CallerLogHandler. The root logger
+    had no handler, so Python printed warnings and above to stderr (its
+    last resort); a stderr handler at WARNING keeps that for the service
+    log."""
+    root = logging.getLogger()
+    err = logging.StreamHandler(sys.stderr)
+    err.setLevel(logging.WARNING)
+    root.addHandler(err)
+    root.addHandler(CallerLogHandler())
+    root.setLevel(logging.DEBUG)
 
 
 def log(level, msg, **attrs):
