@@ -32,11 +32,11 @@ type message struct {
 	WantProgress bool `json:"want_progress,omitempty"`
 	// LogLevel, Caps and Inputs are CallOptions' LogLevel, Capabilities
 	// and Inputs.
-	LogLevel     string                     `json:"log_level,omitempty"`
-	Caps         []string                   `json:"caps,omitempty"`
-	Inputs       map[string]json.RawMessage `json:"inputs,omitempty"`
-	Python       string `json:"python,omitempty"`
-	PID          int    `json:"pid,omitempty"`
+	LogLevel string                     `json:"log_level,omitempty"`
+	Caps     []string                   `json:"caps,omitempty"`
+	Inputs   map[string]json.RawMessage `json:"inputs,omitempty"`
+	Python   string                     `json:"python,omitempty"`
+	PID      int                        `json:"pid,omitempty"`
 
 	Tools     []ToolInfo             `json:"tools,omitempty"`
 	Logs      []hostLog              `json:"logs,omitempty"`
@@ -82,15 +82,15 @@ type worker struct {
 	pending map[int64]chan *message
 	// hooks holds the progress and log reporters of calls in flight that
 	// asked for them.
-	hooks map[int64]callHooks
-	err      error // set once the worker is dead
-	nextID   atomic.Int64
-	busy     atomic.Int64
-	pong     atomic.Int64 // unix nanos of the last heartbeat reply
-	done     chan struct{}
-	hello    chan *message
-	output   sync.WaitGroup
-	tmp      string // the sandboxed host's private temp dir, removed at exit
+	hooks  map[int64]callHooks
+	err    error // set once the worker is dead
+	nextID atomic.Int64
+	busy   atomic.Int64
+	pong   atomic.Int64 // unix nanos of the last heartbeat reply
+	done   chan struct{}
+	hello  chan *message
+	output sync.WaitGroup
+	tmp    string // the sandboxed host's private temp dir, removed at exit
 }
 
 // hostCommand returns the interpreter command of one host: confined in sb,
