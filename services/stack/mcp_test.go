@@ -39,7 +39,7 @@ type mcpStack struct {
 func startMCPStack(t *testing.T) *mcpStack {
 	t.Helper()
 	tools := t.TempDir()
-	for _, name := range []string{"conformance_fixtures.py", "examples.py"} {
+	for _, name := range []string{"conformance_fixtures.py", "conformance_interaction.py", "examples.py"} {
 		b, err := os.ReadFile(filepath.Join(fixtureTools, name))
 		must(t, err)
 		must(t, os.WriteFile(filepath.Join(tools, name), b, 0o644))

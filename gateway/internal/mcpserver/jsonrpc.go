@@ -28,6 +28,8 @@ type rpcMessage struct {
 	Method   string
 	Params   json.RawMessage
 	Response bool
+	// Body is the whole message of a Response.
+	Body json.RawMessage
 }
 
 // notification reports whether m expects no reply.
@@ -125,7 +127,7 @@ func parseMessage(raw json.RawMessage) (*rpcMessage, json.RawMessage, *rpcError)
 	}
 	if m.Method == nil {
 		if id != nil && (m.Result != nil || m.Error != nil) {
-			return &rpcMessage{ID: id, Response: true}, nil, nil
+			return &rpcMessage{ID: id, Response: true, Body: raw}, nil, nil
 		}
 		return nil, replyID, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: method is missing")
 	}
@@ -185,4 +187,13 @@ func metaString(meta map[string]json.RawMessage, key string) string {
 		_ = json.Unmarshal(raw, &s)
 	}
 	return s
+}
+
+// rpcRequest is an outgoing JSON-RPC request: a server-to-client request
+// on a legacy call's stream (askClient).
+type rpcRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params,omitempty"`
 }

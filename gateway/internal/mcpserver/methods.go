@@ -27,7 +27,8 @@ const (
 // (gateway/design.md "Capabilities", design.md "Capabilities").
 func capabilities() *mcp.ServerCapabilities {
 	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
-		Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Completions: &mcp.CompletionCapabilities{}}
+		Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Completions: &mcp.CompletionCapabilities{},
+		Logging: &mcp.LoggingCapabilities{}}
 }
 
 // serverInfo names the gateway to clients.
@@ -63,6 +64,8 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 		return m.getPrompt(ctx, q, msg)
 	case msg.Method == "completion/complete":
 		return m.complete(ctx, q, msg)
+	case msg.Method == "logging/setLevel" && !q.modern:
+		return m.setLevel(q, msg)
 	}
 	status := http.StatusOK
 	if q.modern {
@@ -88,7 +91,13 @@ func (m *Server) initialize(w http.ResponseWriter, q *request, msg *rpcMessage) 
 		account = q.principal.AccountID
 	}
 	if w != nil {
-		w.Header().Set(headerSessionID, m.sealer.seal(session{Version: v, Account: account}))
+		// Read from the raw params: the SDK's type marshals an empty roots.
+		var raw struct {
+			Capabilities json.RawMessage `json:"capabilities"`
+		}
+		_ = json.Unmarshal(msg.Params, &raw)
+		caps := capabilityNames(raw.Capabilities)
+		w.Header().Set(headerSessionID, m.sealer.seal(session{Version: v, Account: account, Caps: caps}))
 	}
 	return &mcp.InitializeResult{ProtocolVersion: v, Capabilities: capabilities(), ServerInfo: m.serverInfo(),
 		Instructions: "Mirobody tools. tools/list shows the tools this caller may use; sign in (Bearer API key) to see personal tools. " +
