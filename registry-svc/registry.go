@@ -257,7 +257,7 @@ func (r *Registry) run(ctx context.Context, s *snapshot, e *entry, req *registry
 		return e.ext.conn.call(ctx, e.ext, args)
 	}
 	if e.builtin == nil {
-		opts := &pyhost.CallOptions{Capabilities: req.ClientCapabilities, Inputs: req.InputResponses}
+		opts := &pyhost.CallOptions{Capabilities: req.ClientCapabilities, Inputs: req.InputResponses, Replay: req.Replay}
 		if e.tool.TakesUserInfo {
 			opts.UserInfo = user
 		}

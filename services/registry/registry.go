@@ -108,6 +108,10 @@ type CallRequest struct {
 	// InputResponses are the answers of earlier rounds, by the key of the
 	// input request they answer: the tool runs again and gets them.
 	InputResponses map[string]json.RawMessage `json:"input_responses,omitempty"`
+	// Replay names the input requests the previous run stopped at: until
+	// the tool has their answers it repeats that run, and its log records
+	// and progress, already sent, are dropped.
+	Replay []string `json:"replay,omitempty"`
 }
 
 // CallResponse is an MCP CallToolResult.

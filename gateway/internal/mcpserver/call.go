@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -133,11 +135,11 @@ func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, out *rep
 	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: callID(q, msg.ID), Meta: p.Meta,
 		ClientCapabilities: clientCapabilities(q, msg)}
 	if q.modern {
-		inputs, e := m.modernInputs(q, p.Name, msg.Params)
+		inputs, replay, e := m.modernInputs(q, p.Name, msg.Params)
 		if e != nil {
 			return nil, e
 		}
-		req.InputResponses = inputs
+		req.InputResponses, req.Replay = inputs, replay
 	}
 	token := progressToken(msg.Params)
 	if out != nil {
@@ -176,8 +178,8 @@ func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, out *rep
 			if q.principal != nil {
 				account = q.principal.AccountID
 			}
-			return inputRequired{ResultType: "input_required", InputRequests: resp.InputRequests,
-				RequestState: m.sealer.sealState(inputState{Account: account, Tool: p.Name, Answers: req.InputResponses})}, nil
+			st := inputState{Account: account, Tool: p.Name, Answers: req.InputResponses, Pending: slices.Sorted(maps.Keys(resp.InputRequests))}
+			return inputRequired{ResultType: "input_required", InputRequests: resp.InputRequests, RequestState: m.sealer.sealState(st)}, nil
 		case out == nil || round == maxInputRounds:
 			return nil, newRPCError(http.StatusOK, jsonrpc.CodeInternalError, "%s asked the client more than this request allows", p.Name)
 		}
@@ -192,6 +194,7 @@ func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, out *rep
 		for k, v := range answers {
 			req.InputResponses[k] = v
 		}
+		req.Replay = slices.Sorted(maps.Keys(answers))
 	}
 }
 

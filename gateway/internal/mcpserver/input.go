@@ -80,6 +80,9 @@ type inputState struct {
 	Tool    string                     `json:"t"`
 	Issued  int64                      `json:"i"`
 	Answers map[string]json.RawMessage `json:"r,omitempty"`
+	// Pending are the keys of the input requests this state went out
+	// with: registry.CallRequest.Replay of the next run.
+	Pending []string `json:"p,omitempty"`
 }
 
 // adInputState keeps request states and session ids apart: neither opens
@@ -115,15 +118,17 @@ func (s *sealer) openState(raw, account, tool string) (*inputState, error) {
 	return nil, errBadSession
 }
 
-// modernInputs returns the answers a modern tools/call carries: those of
-// its sealed requestState plus its inputResponses, each an object.
-func (m *Server) modernInputs(q *request, tool string, params json.RawMessage) (map[string]json.RawMessage, *rpcError) {
+// modernInputs returns the answers a modern tools/call carries (those of
+// its sealed requestState plus its inputResponses, each an object) and
+// the requests its state went out with.
+func (m *Server) modernInputs(q *request, tool string, params json.RawMessage) (map[string]json.RawMessage, []string, *rpcError) {
 	var p struct {
 		InputResponses json.RawMessage `json:"inputResponses"`
 		RequestState   *string         `json:"requestState"`
 	}
 	_ = json.Unmarshal(params, &p)
 	answers := map[string]json.RawMessage{}
+	var pending []string
 	if p.RequestState != nil {
 		account := ""
 		if q.principal != nil {
@@ -131,25 +136,26 @@ func (m *Server) modernInputs(q *request, tool string, params json.RawMessage) (
 		}
 		st, err := m.sealer.openState(*p.RequestState, account, tool)
 		if err != nil {
-			return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: requestState does not verify")
+			return nil, nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: requestState does not verify")
 		}
 		for k, v := range st.Answers {
 			answers[k] = v
 		}
+		pending = st.Pending
 	}
 	if p.InputResponses != nil {
 		var in map[string]json.RawMessage
 		if err := json.Unmarshal(p.InputResponses, &in); err != nil || in == nil {
-			return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: inputResponses must be an object")
+			return nil, nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: inputResponses must be an object")
 		}
 		for k, v := range in {
 			if v = bytes.TrimSpace(v); len(v) == 0 || v[0] != '{' {
-				return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: inputResponses.%s must be an object", k)
+				return nil, nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: inputResponses.%s must be an object", k)
 			}
 			answers[k] = v
 		}
 	}
-	return answers, nil
+	return answers, pending, nil
 }
 
 // inputRequired is the modern era's InputRequiredResult.

@@ -654,7 +654,7 @@ class Host(object):
             # This task's own context: the tool's thread or coroutine sees it.
             HELPERS._call.set((self.report_progress, mid) if msg.get("want_progress") else None)
             HELPERS._interact.set(HELPERS._Interaction(functools.partial(self.report_log, mid), msg.get("log_level"),
-                                                       msg.get("caps"), msg.get("inputs")))
+                                                       msg.get("caps"), msg.get("inputs"), msg.get("replay")))
             if tool.is_async:
                 value = await tool.fn(**kwargs)
             else:

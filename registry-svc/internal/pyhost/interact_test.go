@@ -14,6 +14,8 @@ func TestToolLogs(t *testing.T) {
 	p, _, _ := startPool(t, Options{Workers: 1}, "../../testdata/interact")
 	tests := []struct {
 		name, tool, level string
+		inputs            map[string]json.RawMessage
+		replay            []string
 		want              []registry.LogRecord
 		text              string
 	}{
@@ -27,6 +29,13 @@ func TestToolLogs(t *testing.T) {
 			{Level: "error", Logger: "asking", Data: json.RawMessage(`"error line"`)},
 		}},
 		{name: "none asked", tool: "chatty", text: "sent False"},
+		{name: "replayed up to the answer", tool: "noted", level: "info", text: "noted", replay: []string{"ok"},
+			inputs: map[string]json.RawMessage{"ok": json.RawMessage(`{"action":"accept","content":{"ok":true}}`)},
+			want:   []registry.LogRecord{{Level: "info", Logger: "asking", Data: json.RawMessage(`"after"`)}}},
+		{name: "answers without replay", tool: "noted", level: "info", text: "noted",
+			inputs: map[string]json.RawMessage{"ok": json.RawMessage(`{"action":"accept","content":{"ok":true}}`)},
+			want: []registry.LogRecord{{Level: "info", Logger: "asking", Data: json.RawMessage(`"before"`)},
+				{Level: "info", Logger: "asking", Data: json.RawMessage(`"after"`)}}},
 		{name: "async", tool: "chatty_async", level: "info", text: "done", want: []registry.LogRecord{
 			{Level: "info", Logger: "asking", Data: json.RawMessage(`"async info"`)},
 			{Level: "warning", Logger: "asking", Data: json.RawMessage(`"async warning"`)},
@@ -36,8 +45,11 @@ func TestToolLogs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var mu sync.Mutex
 			var got []registry.LogRecord
+			var progress []float64
 			r, err := p.CallWith(context.Background(), tt.tool, json.RawMessage(`{}`), &CallOptions{LogLevel: tt.level,
-				Log: func(rec *registry.LogRecord) { mu.Lock(); got = append(got, *rec); mu.Unlock() }})
+				Capabilities: []string{"elicitation"}, Inputs: tt.inputs, Replay: tt.replay,
+				Log:      func(rec *registry.LogRecord) { mu.Lock(); got = append(got, *rec); mu.Unlock() },
+				Progress: func(p, _ float64, _ string) { mu.Lock(); progress = append(progress, p); mu.Unlock() }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,6 +58,9 @@ func TestToolLogs(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
+			if tt.tool == "noted" && (len(progress) == 1) == (tt.replay != nil) {
+				t.Errorf("progress %v with replay %v", progress, tt.replay)
+			}
 			if len(got) != len(tt.want) {
 				t.Fatalf("logs %+v, want %+v", got, tt.want)
 			}

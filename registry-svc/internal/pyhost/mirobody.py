@@ -166,7 +166,8 @@ def progress(progress, total=None, message=None):
     if message is not None and not isinstance(message, str):
         raise TypeError("mirobody.progress: message must be a str, not %s" % type(message).__name__)
     call = _call.get()
-    if call is None:
+    st = _interact.get()
+    if call is None or (st is not None and st.replay):
         return False
     report, call_id = call
     report(call_id, progress, total, message)
@@ -221,19 +222,22 @@ class InputRequired(BaseException):
 class _Interaction(object):
     """What a call may do towards its caller: send logs at or above
     log_level (None: none), ask within capabilities, with the answers of
-    earlier rounds."""
+    earlier rounds. Until the requests in replay are answered, the run
+    repeats the previous one, whose logs and progress the caller has."""
 
-    __slots__ = ("send_log", "log_level", "capabilities", "answers", "asked")
+    __slots__ = ("send_log", "log_level", "capabilities", "answers", "asked", "replay")
 
-    def __init__(self, send_log, log_level, capabilities, answers):
+    def __init__(self, send_log, log_level, capabilities, answers, replay=None):
         self.send_log = send_log
         self.log_level = log_level if log_level in LOG_LEVELS else None
         self.capabilities = frozenset(capabilities or ())
         self.answers = dict(answers or {})
         self.asked = 0
+        self.replay = set(replay or ()) & set(self.answers)
 
     def wants(self, level):
-        return self.log_level is not None and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level)
+        return (not self.replay and self.log_level is not None
+                and LOG_LEVELS.index(level) >= LOG_LEVELS.index(self.log_level))
 
 
 def log(level, message, data=None, logger=None):
@@ -339,6 +343,7 @@ def ask(requests):
     missing = {k: r._mcp_request() for k, r in requests.items() if k not in st.answers}
     if missing:
         raise InputRequired(missing)
+    st.replay.difference_update(requests)
     return {k: st.answers[k] for k in requests}
 
 

@@ -64,6 +64,8 @@ type CallOptions struct {
 	// caller, and the answers so far.
 	Capabilities []string
 	Inputs       map[string]json.RawMessage
+	// Replay is registry.CallRequest's Replay.
+	Replay []string
 }
 
 // MinPython is the oldest supported Python version.
@@ -454,7 +456,7 @@ func (p *Pool) CallWith(ctx context.Context, name string, args json.RawMessage, 
 	w.busy.Add(1)
 	defer w.busy.Add(-1)
 	hooks := callHooks{progress: o.Progress}
-	m := &message{Op: "call", Name: name, Args: args, User: o.UserInfo, Caps: o.Capabilities, Inputs: o.Inputs}
+	m := &message{Op: "call", Name: name, Args: args, User: o.UserInfo, Caps: o.Capabilities, Inputs: o.Inputs, Replay: o.Replay}
 	if o.Log != nil && o.LogLevel != "" {
 		hooks.log, m.LogLevel = o.Log, o.LogLevel
 	}

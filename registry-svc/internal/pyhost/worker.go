@@ -30,11 +30,12 @@ type message struct {
 	User any             `json:"user_info,omitempty"`
 	// WantProgress asks the host to relay the tool's mirobody.progress calls.
 	WantProgress bool `json:"want_progress,omitempty"`
-	// LogLevel, Caps and Inputs are CallOptions' LogLevel, Capabilities
-	// and Inputs.
+	// LogLevel, Caps, Inputs and Replay are CallOptions' LogLevel,
+	// Capabilities, Inputs and Replay.
 	LogLevel string                     `json:"log_level,omitempty"`
 	Caps     []string                   `json:"caps,omitempty"`
 	Inputs   map[string]json.RawMessage `json:"inputs,omitempty"`
+	Replay   []string                   `json:"replay,omitempty"`
 	Python   string                     `json:"python,omitempty"`
 	PID      int                        `json:"pid,omitempty"`
 

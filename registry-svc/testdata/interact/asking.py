@@ -54,3 +54,12 @@ def must_sample() -> str:
     except Exception:
         return "an Exception handler must not swallow the pause"
     return "sampled"
+
+
+def noted() -> str:
+    """Logs, asks, logs: a run again with the answer repeats the first record."""
+    LOG.info("before")
+    mirobody.progress(1, 2)
+    mirobody.elicit("Ok?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}, key="ok")
+    LOG.info("after")
+    return "noted"
