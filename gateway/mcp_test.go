@@ -162,7 +162,7 @@ func TestTransportStatusCodes(t *testing.T) {
 }
 
 // wantCapabilities is what /mcp advertises (design.md "Capabilities").
-const wantCapabilities = `{"completions":{},"prompts":{},"resources":{},"tools":{"listChanged":true}}`
+const wantCapabilities = `{"completions":{},"logging":{},"prompts":{},"resources":{},"tools":{"listChanged":true}}`
 
 func TestInitializeNegotiatesAndSeals(t *testing.T) {
 	f := startFakes(t)
