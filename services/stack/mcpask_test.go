@@ -1,18 +1,25 @@
 package stack
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mirobody/mirobody-go/gateway"
+	"github.com/mirobody/mirobody-go/services/servicetest"
 )
 
 // askLog is a log record as the clients report it.
@@ -110,4 +117,65 @@ func TestMCPClientsAsk(t *testing.T) {
 		}
 		checkAsk(t, "typescript-sdk", got.Asked, got.Text, got.Logs)
 	})
+}
+
+// replicaRouter sends the client's JSON-RPC responses (its answers to the
+// server's requests) to one gateway replica and everything else to another.
+type replicaRouter struct {
+	key           string
+	answers, rest string // host:port of each replica
+	routed        *atomic.Int32
+}
+
+func (rr replicaRouter) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+rr.key)
+	req.URL.Host = rr.rest
+	if req.Body != nil && req.Method == http.MethodPost {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		var msg struct {
+			Method *string         `json:"method"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(body, &msg) == nil && msg.Method == nil && msg.Result != nil {
+			req.URL.Host = rr.answers
+			rr.routed.Add(1)
+		}
+		req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	}
+	req.Host = req.URL.Host
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestMCPAskAcrossReplicas answers a legacy tool call's question through
+// another gateway replica than the one holding the call's stream: the
+// answer travels between them over NATS.
+func TestMCPAskAcrossReplicas(t *testing.T) {
+	st := startMCPStack(t)
+	other := gateway.New(gateway.Options{Config: st.Config, Log: servicetest.Logger(t)})
+	startGroup(t, other)
+	first, err := url.Parse(st.URL)
+	must(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	answered := 0
+	c := mcp.NewClient(&mcp.Implementation{Name: "stack-replicas", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			answered++
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": "blue"}}, nil
+		},
+	})
+	routed := &atomic.Int32{}
+	hc := &http.Client{Transport: replicaRouter{key: st.Key, answers: other.Addr(), rest: first.Host, routed: routed}}
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: st.URL, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	must(t, err)
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "favourite_colour", Arguments: map[string]any{}})
+	must(t, err)
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "favourite colour: blue" || answered != 1 || routed.Load() != 1 {
+		t.Errorf("result %+v after %d answers, %d through the other replica", res.Content, answered, routed.Load())
+	}
 }
