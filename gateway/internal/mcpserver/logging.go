@@ -82,8 +82,12 @@ func (m *Server) setLevel(q *request, msg *rpcMessage) (any, *rpcError) {
 		ev := logLevelSet{Nonce: q.session.Nonce, Level: string(p.Level), Until: m.sealer.expiry(q.session)}
 		m.levels.set(ev)
 		if b, err := json.Marshal(ev); err == nil {
+			// Flushed before the reply, so that the session's next call
+			// most likely finds the level on whichever replica serves it.
 			if err := m.Conn.Publish(subjectLogLevel, b); err != nil {
 				m.Log.WarnContext(q.r.Context(), "publishing a session log level failed", "err", err)
+			} else if err := m.Conn.Flush(); err != nil {
+				m.Log.WarnContext(q.r.Context(), "flushing a session log level failed", "err", err)
 			}
 		}
 	}
