@@ -15,6 +15,11 @@ than text, and progress notifications:
 A tool returns one block (Image, Audio, EmbeddedResource, ResourceLink) or a
 Content of several; every other return value keeps its usual mapping (str to
 text, dict or list to text plus structuredContent, None to no content).
+
+A tool may also log to its caller (log(), or Python logging) and ask it:
+elicit() the user, sample() the caller's model, list_roots(), or ask()
+several at once. A tool that asks stops and runs again from the start with
+the answers (see the section below).
 """
 
 import base64
