@@ -161,10 +161,10 @@ func TestMCPAskAcrossReplicas(t *testing.T) {
 	must(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	answered := 0
+	answered := &atomic.Int32{}
 	c := mcp.NewClient(&mcp.Implementation{Name: "stack-replicas", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			answered++
+			answered.Add(1)
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": "blue"}}, nil
 		},
 	})
@@ -175,7 +175,7 @@ func TestMCPAskAcrossReplicas(t *testing.T) {
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "favourite_colour", Arguments: map[string]any{}})
 	must(t, err)
-	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "favourite colour: blue" || answered != 1 || routed.Load() != 1 {
-		t.Errorf("result %+v after %d answers, %d through the other replica", res.Content, answered, routed.Load())
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "favourite colour: blue" || answered.Load() != 1 || routed.Load() != 1 {
+		t.Errorf("result %+v after %d answers, %d through the other replica", res.Content, answered.Load(), routed.Load())
 	}
 }
