@@ -61,10 +61,12 @@ func TestMCPClientsAsk(t *testing.T) {
 		t.Run("go-sdk "+version, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			// The SDK may run notification handlers after CallTool returns:
+			// records arrive on a channel and are awaited.
 			var (
-				mu    sync.Mutex
-				logs  []askLog
-				asked string
+				mu      sync.Mutex
+				asked   string
+				records = make(chan askLog, 16)
 			)
 			c := mcp.NewClient(&mcp.Implementation{Name: "stack-ask", Version: "1"}, &mcp.ClientOptions{
 				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -74,9 +76,7 @@ func TestMCPClientsAsk(t *testing.T) {
 					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"colour": "green"}}, nil
 				},
 				LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-					mu.Lock()
-					logs = append(logs, askLog{Level: string(req.Params.Level), Logger: req.Params.Logger, Data: req.Params.Data})
-					mu.Unlock()
+					records <- askLog{Level: string(req.Params.Level), Logger: req.Params.Logger, Data: req.Params.Data}
 				},
 			})
 			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: st.URL, HTTPClient: &http.Client{Transport: bearer{st.Key}}},
@@ -94,6 +94,20 @@ func TestMCPClientsAsk(t *testing.T) {
 			text := ""
 			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
 				text = tc.Text
+			}
+			var logs []askLog
+			for len(logs) < 2 {
+				select {
+				case l := <-records:
+					logs = append(logs, l)
+				case <-ctx.Done():
+					t.Fatalf("log records %+v, then %v", logs, ctx.Err())
+				}
+			}
+			select {
+			case l := <-records:
+				logs = append(logs, l) // one too many: checkAsk reports it
+			default:
 			}
 			mu.Lock()
 			defer mu.Unlock()
