@@ -17,7 +17,7 @@ WITHPG  := $(GO) run $(RACE) ./services/servicetest/cmd/withpg
 # Every go test -json event of the last `make test`, for `testtime -report`.
 EVENTS  := bin/test-events.json
 
-.PHONY: dev test bench lint build deps tidy node-tools
+.PHONY: dev test chaos bench bench-compare lint build deps tidy node-tools
 
 ## dev: the whole stack in one process (embedded NATS, private Postgres under ./.mirobody)
 dev: deps
@@ -32,6 +32,14 @@ test: deps
 	@$(WITHPG) bin/testtime -o $(EVENTS) -- $(GO) test -json $(RACE) -count=1 -timeout 25m $(TESTFLAGS) $(PKGS); \
 	s=$$?; bin/testtime -report $(EVENTS) || true; exit $$s
 
+## chaos: the chaos run with long phases (services/stack/design.md "Chaos run"):
+## the split topology under load, one replica of each kind and one NATS node
+## killed in turn; prints the counts. `make test` runs it with 3 s phases.
+## Not under the race detector, so that its timings are the services' own.
+CHAOS_PHASE ?= 15s
+chaos: deps
+	$(GO) run ./services/servicetest/cmd/withpg $(GO) test -count=1 -v -timeout 30m -run '^TestChaos$$' ./services/stack/ -chaos.phase=$(CHAOS_PHASE) -chaos.liveness=2s -chaos.interval=0
+
 ## node-tools: the Node toolchain of the real-client tests (minutes of npm downloads, once per machine)
 node-tools:
 	$(GO) run ./services/servicetest/cmd/nodetools
@@ -39,6 +47,12 @@ node-tools:
 ## bench: the Go benchmarks (see each package's *_bench_test.go)
 bench: deps
 	$(WITHPG) $(GO) test -run '^$$' -bench . -benchmem -count=1 $(PKGS)
+
+## bench-compare: mirobody side by side with a bare go-sdk server (and FastMCP when
+## installed): tools/call ratios at c=1, 8, 32, tools/list of 1,000 tools, a Python
+## tool over a Go built-in (bench/README.md)
+bench-compare: deps
+	$(WITHPG) $(GO) test -run '^$$' -bench '^BenchmarkCompare$$' -benchtime 1x -count=1 -timeout 20m ./services/stack/
 
 ## lint: gofmt, and go vet of every module on its own (GOWORK=off), which also
 ## proves each module's go.mod suffices to build it (tests included). Vetting

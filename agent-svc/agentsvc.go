@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/base"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/deep"
@@ -47,6 +48,8 @@ type Service struct {
 	opts Options
 	log  *slog.Logger
 	node *node.Node
+	// tracer makes the turn, model call and agent tool spans.
+	tracer trace.Tracer
 
 	// providers and agents map deep and base to their providers and to
 	// the agent running their turns.
@@ -126,12 +129,17 @@ func (s *Service) Start(ctx context.Context) error {
 		s.log.Warn("a SKILL_DIRS folder is missing; the agent prompt lists none of its skills", "err", err)
 	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Deep and Base agent loops and LLM providers",
-		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
+		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics,
+		Liveness: cfg.Liveness()})
 	if err != nil {
 		s.closeScripted()
 		return err
 	}
 	s.node = n
+	s.tracer = n.Tracer.Tracer("github.com/mirobody/mirobody-go/agent-svc")
+	for _, ps := range s.providers {
+		ps.tracer = s.tracer
+	}
 	s.sessions = sessions.NewSessions(n.Client)
 	s.repl = jsrepl.NewStore(jsrepl.Options{Timeout: time.Duration(cfg.JSTimeoutS) * time.Second, MaxToolCalls: cfg.JSMaxToolCalls,
 		MaxOutput: cfg.JSMaxOutput, MaxMemory: int64(cfg.JSMaxMemory), TTL: time.Duration(cfg.JSStateTTLS) * time.Second,
@@ -142,7 +150,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	s.agents = map[agent.Name]turn.Agent{agent.AgentDeep: deep.New(deep.Options{Registry: registry.NewClient(n.Client), FS: files.NewFS(n.Client), REPL: s.repl, Prompt: deepPrompts.def,
 		Subagents: subagents, MaxSteps: cfg.MaxSteps, EvictChars: cfg.EvictChars, ContextTokens: cfg.ContextTokens,
-		Allowed: cfg.AllowedToolsDeep, Disallowed: cfg.DisallowedToolsDeep, Log: s.log}),
+		Allowed: cfg.AllowedToolsDeep, Disallowed: cfg.DisallowedToolsDeep, Tracer: s.tracer, Log: s.log}),
 		agent.AgentBase: base.New(base.Options{MCPURL: mcpURL(cfg), Prompt: basePrompts.def, MaxSteps: cfg.MaxSteps, MaxResultChars: cfg.EvictChars, Log: s.log})}
 	if err := s.register(); err != nil {
 		_ = s.Stop(ctx)

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
@@ -56,6 +58,8 @@ type providerSet struct {
 	override string
 	retries  int
 	metrics  *llmMetrics // nil: model calls are not measured
+	// tracer records model calls as spans (llmtrace.go); nil records none.
+	tracer trace.Tracer
 }
 
 func newProviderSet(cfg *conf.Config, agentName agent.Name, entries map[string]conf.Provider) *providerSet {
@@ -191,13 +195,24 @@ func (ps *providerSet) resolve(name, model string) (*resolved, error) {
 	}
 	opts := llm.ClientOptions{Name: name, BaseURL: p.BaseURL, APIKey: key, MaxRetries: ps.retries,
 		Sampling: llm.Sampling{Temperature: p.Temperature, MaxTokens: p.MaxTokens, MaxCompletionTokens: p.MaxCompletionTokens}}
+	var spans *llmSpan
+	if ps.tracer != nil {
+		spans = newLLMSpan(ps.tracer, name, p.Type, p.BaseURL, model)
+	}
+	var remote llm.MCPProvider
 	switch {
 	case ps.agent == agent.AgentBase && p.Type == "openai-responses":
-		return &resolved{remote: llm.NewOpenAIResponses(opts), model: model}, nil
+		remote = llm.NewOpenAIResponses(opts)
 	case ps.agent == agent.AgentBase && p.Type == "anthropic":
-		return &resolved{remote: llm.NewAnthropic(opts), model: model}, nil
+		remote = llm.NewAnthropic(opts)
 	case ps.agent == agent.AgentBase:
 		return nil, wire.Errorf(wire.FailedPrecondition, "provider %q has type %q; the Base agent speaks openai-responses or anthropic (PROVIDERS_BASE)", name, p.Type)
+	}
+	if remote != nil {
+		if spans != nil {
+			remote = &tracedMCPProvider{next: remote, s: spans}
+		}
+		return &resolved{remote: remote, model: model}, nil
 	}
 	if ps.metrics != nil {
 		opts.HTTPClient = ps.metrics.httpClient()
@@ -220,6 +235,9 @@ func (ps *providerSet) resolve(name, model string) (*resolved, error) {
 			label = otherModel
 		}
 		provider = &meteredProvider{next: provider, m: ps.metrics, provider: name, model: label}
+	}
+	if spans != nil {
+		provider = &tracedProvider{next: provider, s: spans}
 	}
 	return &resolved{provider: provider, model: model}, nil
 }

@@ -13,6 +13,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
@@ -242,6 +246,11 @@ func (r *turnRun) emit(ev agent.Event) {
 }
 
 func (r *turnRun) run(ctx context.Context) {
+	// The turn's span parents its model calls and agent tools; it is an
+	// invoke_agent span of the GenAI conventions (design.md "Tracing").
+	ctx, span := r.s.tracer.Start(ctx, "invoke_agent "+string(r.kind), trace.WithAttributes(semconv.GenAIOperationNameInvokeAgent,
+		semconv.GenAIAgentName(string(r.kind)), semconv.GenAIConversationID(r.sessionID), attribute.String("mirobody.run_id", r.req.RunID)))
+	defer span.End()
 	log := r.s.log.With("run_id", r.req.RunID, "session_id", r.sessionID)
 	r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID})
 	for _, n := range r.notices {
@@ -264,6 +273,11 @@ func (r *turnRun) run(ctx context.Context) {
 	defer func() { beat.Stop(); close(stopBeat); <-beatDone }()
 
 	finish := r.turn(ctx, log)
+	span.SetAttributes(attribute.String("mirobody.finish", finish))
+	if finish == agent.FinishError || finish == agent.FinishUnavailable {
+		span.SetStatus(codes.Error, finish)
+		span.SetAttributes(semconv.ErrorTypeKey.String(finish))
+	}
 	r.emit(agent.Event{Type: agent.EventEnd, FinishReason: finish})
 }
 

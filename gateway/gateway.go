@@ -88,7 +88,8 @@ func (s *Service) Addr() string {
 func (s *Service) Start(ctx context.Context) error {
 	cfg := s.opts.Config
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "HTTP edge: MCP, chat API, auth",
-		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
+		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics,
+		Liveness: cfg.Liveness()})
 	if err != nil {
 		return err
 	}
@@ -141,6 +142,10 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 	if s.srv != nil {
 		err = s.srv.Shutdown(ctx)
+	}
+	if s.mcp != nil {
+		// Tool calls running as tasks need NATS to record their end.
+		s.mcp.StopTasks(ctx)
 	}
 	return errors.Join(err, s.node.Stop(ctx))
 }

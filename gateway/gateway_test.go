@@ -90,6 +90,19 @@ func startFakes(t testing.TB) *fakes {
 		return &registry.ListResponse{Tools: out, Revision: "1"}, nil
 	}))
 	must(t, wire.Serve(reg, registry.ToolsCall, f.call))
+	// No skills and no tool folder resources or prompts.
+	must(t, wire.Serve(reg, registry.SkillsRead, func(context.Context, *registry.SkillReadRequest) (*registry.SkillReadResponse, error) {
+		return nil, wire.Errorf(wire.NotFound, "no skill")
+	}))
+	must(t, wire.Serve(reg, registry.ResourcesList, func(context.Context, *registry.ResourceListRequest) (*registry.ResourceListResponse, error) {
+		return &registry.ResourceListResponse{}, nil
+	}))
+	must(t, wire.Serve(reg, registry.ResourcesRead, func(context.Context, *registry.ResourceReadRequest) (*registry.ResourceReadResponse, error) {
+		return nil, wire.Errorf(wire.NotFound, "no resource")
+	}))
+	must(t, wire.Serve(reg, registry.PromptsGet, func(context.Context, *registry.PromptGetRequest) (*registry.PromptGetResponse, error) {
+		return nil, wire.Errorf(wire.NotFound, "no prompt")
+	}))
 	cancelled := make(chan registry.CancelEvent, 16)
 	sub, err := f.nc.Subscribe(registry.CallsCancel.Subject, func(m *nats.Msg) {
 		var ev registry.CancelEvent

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs/accounts"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/vfs/userdata"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -130,7 +132,8 @@ func TestModernListen(t *testing.T) {
 	if ack.Method != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("first frame %+v", ack)
 	}
-	if !strings.Contains(string(ack.Params), `"toolsListChanged":true`) || strings.Contains(string(ack.Params), "prompts") ||
+	if !strings.Contains(string(ack.Params), `"toolsListChanged":true`) || !strings.Contains(string(ack.Params), `"promptsListChanged":true`) ||
+		strings.Contains(string(ack.Params), "resources") ||
 		!strings.Contains(string(ack.Params), `"io.modelcontextprotocol/subscriptionId":"sub-1"`) {
 		t.Errorf("ack %s", ack.Params)
 	}
@@ -139,6 +142,18 @@ func TestModernListen(t *testing.T) {
 	r := next(t, ch)
 	if r.Method != "notifications/tools/list_changed" || !strings.Contains(string(r.Params), `"sub-1"`) {
 		t.Fatalf("got %+v %s", r, r.Params)
+	}
+	// Resources were not asked for: only the prompts' list_changed of this
+	// event is sent.
+	b, _ = json.Marshal(registry.ResourcesChangedEvent{ResourcesListChanged: true, PromptsListChanged: true, Updated: []string{"skill://a/SKILL.md"}})
+	must(t, f.nc.Publish(registry.ResourcesChanged.Subject, b))
+	if r := next(t, ch); r.Method != "notifications/prompts/list_changed" || !strings.Contains(string(r.Params), `"sub-1"`) {
+		t.Fatalf("got %+v %s", r, r.Params)
+	}
+	b, _ = json.Marshal(registry.ChangedEvent{Revision: "4"})
+	must(t, f.nc.Publish(registry.Changed.Subject, b))
+	if r := next(t, ch); r.Method != "notifications/tools/list_changed" {
+		t.Fatalf("got %+v, want only the tools change after the prompts one", r)
 	}
 }
 
@@ -450,4 +465,120 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return true
+}
+
+// TestResourceSubscriptions: a legacy session subscribes on one replica and
+// its GET stream on another carries notifications/resources/updated for its
+// own file (also when a folder above it changes) and a subscribed skill
+// file, never another account's file, and nothing after unsubscribing; a
+// subscriptions/listen stream gets the updates of its resourceSubscriptions
+// only.
+func TestResourceSubscriptions(t *testing.T) {
+	f := startFakes(t)
+	urlA := startGateway(t, testConfig(t, f.url))
+	urlB := startGateway(t, testConfig(t, f.url))
+	pub := func(subject string, v any) {
+		b, _ := json.Marshal(v)
+		must(t, f.nc.Publish(subject, b))
+	}
+	auth := []string{"Authorization", "Bearer " + keyGood}
+	resp, _ := post(t, urlA, initBody, auth...)
+	sid := resp.Header.Get(headerSessionID)
+	_, stream := openStream(t, http.MethodGet, urlA, "", append([]string{headerSessionID, sid}, auth...)...)
+	subscribe := func(method, uri string, hdr ...string) rpcReply {
+		t.Helper()
+		_, b := post(t, urlB, `{"jsonrpc":"2.0","id":5,"method":"`+method+`","params":{"uri":"`+uri+`"}}`, hdr...)
+		return decode(t, b)
+	}
+	withSession := append([]string{headerSessionID, sid}, auth...)
+	for _, uri := range []string{"vfs:///memories/notes/a.md", "skill://greet/SKILL.md"} {
+		if r := subscribe("resources/subscribe", uri, withSession...); r.Error != nil || string(r.Result) != "{}" {
+			t.Fatalf("subscribe %s: %+v %s", uri, r.Error, r.Result)
+		}
+	}
+	if r := subscribe("resources/subscribe", "skill://x/SKILL.md", auth...); r.Error == nil || r.Error.Code != -32602 {
+		t.Errorf("subscribe without a session: %+v", r)
+	}
+	anonResp, _ := post(t, urlA, initBody)
+	if resp, _ := post(t, urlB, `{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{"uri":"vfs:///memories/x"}}`,
+		headerSessionID, anonResp.Header.Get(headerSessionID)); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous subscription to a user file: %d, want 401", resp.StatusCode)
+	}
+
+	updated := func(want string) {
+		t.Helper()
+		r := next(t, stream)
+		if r.Method != "notifications/resources/updated" || !strings.Contains(string(r.Params), `"uri":"`+want+`"`) {
+			t.Fatalf("got %+v %s, want an update of %s", r, r.Params, want)
+		}
+	}
+	// Subscriptions reach replica A through NATS: wait until the first
+	// update arrives.
+	servicetest.Eventually(t, 10*time.Second, func() bool {
+		pub(files.Changed.For(acctGood).Subject, files.ChangedEvent{Paths: []string{"/memories/notes/a.md"}})
+		select {
+		case r := <-stream:
+			return r.Method == "notifications/resources/updated"
+		case <-time.After(100 * time.Millisecond):
+			return false
+		}
+	}, "the update of a subscribed file")
+	for len(stream) > 0 { // further copies of the probe
+		<-stream
+	}
+	pub(files.Changed.For(acctOther).Subject, files.ChangedEvent{Paths: []string{"/memories/notes/a.md"}})
+	pub(files.Changed.For(acctGood).Subject, files.ChangedEvent{Paths: []string{"/memories/notes"}})
+	updated("vfs:///memories/notes/a.md")
+	pub(registry.ResourcesChanged.Subject, registry.ResourcesChangedEvent{Updated: []string{"skill://greet/SKILL.md", "skill://other/SKILL.md"}})
+	updated("skill://greet/SKILL.md")
+	// Unsubscribing on the stream's own replica takes effect at once there;
+	// updates are matched when they are sent, so none follows.
+	_, b := post(t, urlA, `{"jsonrpc":"2.0","id":6,"method":"resources/unsubscribe","params":{"uri":"skill://greet/SKILL.md"}}`, withSession...)
+	if r := decode(t, b); r.Error != nil {
+		t.Fatalf("unsubscribe: %+v", r.Error)
+	}
+	for i := range 2 {
+		pub(registry.ResourcesChanged.Subject, registry.ResourcesChangedEvent{Updated: []string{"skill://greet/SKILL.md"}})
+		pub(registry.Changed.Subject, registry.ChangedEvent{Revision: fmt.Sprint(i)})
+		if r := next(t, stream); r.Method != "notifications/tools/list_changed" {
+			t.Fatalf("after unsubscribing: %+v %s", r, r.Params)
+		}
+	}
+
+	// The GET stream carries the resource and prompt lists' changes too.
+	pub(registry.ResourcesChanged.Subject, registry.ResourcesChangedEvent{ResourcesListChanged: true, PromptsListChanged: true})
+	for _, want := range []string{"notifications/resources/list_changed", "notifications/prompts/list_changed"} {
+		if r := next(t, stream); r.Method != want {
+			t.Fatalf("got %+v, want %s", r, want)
+		}
+	}
+
+	// The modern era: subscriptions/listen with resourceSubscriptions.
+	body := `{"jsonrpc":"2.0","id":"sub-r","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["test://watched"],"resourcesListChanged":true},` + modernMeta + `}}`
+	_, ch := openStream(t, http.MethodPost, urlA, body, modernHeaders("subscriptions/listen", "")...)
+	if ack := next(t, ch); !strings.Contains(string(ack.Params), `"resourceSubscriptions":["test://watched"]`) {
+		t.Fatalf("ack %s", ack.Params)
+	}
+	pub(registry.ResourcesChanged.Subject, registry.ResourcesChangedEvent{PromptsListChanged: true, Updated: []string{"test://other", "test://watched"}})
+	if r := next(t, ch); r.Method != "notifications/resources/updated" || !strings.Contains(string(r.Params), `"test://watched"`) ||
+		!strings.Contains(string(r.Params), `"sub-r"`) {
+		t.Fatalf("got %+v %s", r, r.Params)
+	}
+	pub(registry.ResourcesChanged.Subject, registry.ResourcesChangedEvent{ResourcesListChanged: true})
+	if r := next(t, ch); r.Method != "notifications/resources/list_changed" {
+		t.Fatalf("got %+v, want the resources list_changed and nothing of the prompts", r)
+	}
+	body = `{"jsonrpc":"2.0","id":"sub-x","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":["vfs:///memories/a"]},` + modernMeta + `}}`
+	if resp, _ := post(t, urlA, body, modernHeaders("subscriptions/listen", "")...); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("anonymous listen on a user file: %d, want 401", resp.StatusCode)
+	}
+	many := make([]string, 257)
+	for i := range many {
+		many[i] = fmt.Sprintf("test://r%d", i)
+	}
+	list, _ := json.Marshal(many)
+	body = `{"jsonrpc":"2.0","id":"sub-y","method":"subscriptions/listen","params":{"notifications":{"resourceSubscriptions":` + string(list) + `},` + modernMeta + `}}`
+	if resp, b := post(t, urlA, body, modernHeaders("subscriptions/listen", "")...); resp.StatusCode != http.StatusBadRequest || decode(t, b).Error.Code != -32602 {
+		t.Errorf("listen on 257 resources: %d %s, want 400 and -32602", resp.StatusCode, b)
+	}
 }

@@ -166,7 +166,7 @@ func TestTransportStatusCodes(t *testing.T) {
 }
 
 // wantCapabilities is what /mcp advertises (design.md "Capabilities").
-const wantCapabilities = `{"completions":{},"logging":{},"prompts":{},"resources":{},"tools":{"listChanged":true}}`
+const wantCapabilities = `{"completions":{},"logging":{},"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"tools":{"listChanged":true}}`
 
 func TestInitializeNegotiatesAndSeals(t *testing.T) {
 	f := startFakes(t)

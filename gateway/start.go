@@ -60,6 +60,7 @@ func (s *Service) startParts() error {
 		AllowedOrigins: cfg.AllowedOrigins,
 		MaxBodyBytes:   int64(cfg.MaxRequestBytes),
 		KeepAlive:      time.Duration(cfg.MCPKeepAliveS) * time.Second,
+		TaskTTL:        time.Duration(cfg.MCPTaskTTLS) * time.Second,
 		Version:        buildinfo.Version,
 		Log:            s.log.With("component", "mcp"),
 	})

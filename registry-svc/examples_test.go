@@ -1,10 +1,12 @@
 package registrysvc
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 )
 
@@ -32,6 +34,15 @@ func TestExampleTools(t *testing.T) {
 			if err != nil || r.IsError || !strings.Contains(text(r), c.want) {
 				t.Errorf("%s: %v %v", c.tool, r, err)
 			}
+		}
+		ctx := context.Background()
+		page, err := e.client.ReadResource(ctx, &registry.ResourceReadRequest{URI: "ui://clock/now.html"})
+		if err != nil || page.Contents[0].MimeType != "text/html;profile=mcp-app" || page.Contents[0].Text == nil {
+			t.Errorf("ui://clock/now.html: %+v %v", page, err)
+		}
+		plan, err := e.client.GetPrompt(ctx, &registry.PromptGetRequest{Name: "plan_my_day", Arguments: map[string]string{"city": "Paris"}})
+		if err != nil || len(plan.Messages) != 1 || !strings.Contains(string(plan.Messages[0]), "focus on health") {
+			t.Errorf("plan_my_day: %+v %v", plan, err)
 		}
 		if strings.Contains(e.logs.String(), "level=WARN") {
 			t.Errorf("the example tools produced warnings:\n%s", e.logs.String())

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sync"
 	"sync/atomic"
@@ -15,10 +16,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mirobody/mirobody-go/services/buildinfo"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
+	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // Budgets of one external server. A failure puts the server in backoff
@@ -301,8 +306,29 @@ func (c *extConn) connect(ctx context.Context) (*mcp.ClientSession, error) {
 
 // call runs one tool on the server. A lost session is reopened, and the
 // call sent again once when the tool says it is read-only or idempotent.
-func (c *extConn) call(ctx context.Context, t *extTool, args json.RawMessage) (*registry.CallResponse, error) {
+// The call is a client span named as the MCP semantic conventions name
+// it; the traceparent is not sent to the server (design.md "Tracing").
+func (c *extConn) call(ctx context.Context, t *extTool, args json.RawMessage) (resp *registry.CallResponse, err error) {
 	c.touch()
+	ctx, span := c.x.tracer.Start(ctx, "tools/call "+t.remote, trace.WithSpanKind(trace.SpanKindClient))
+	defer func() {
+		switch {
+		case err != nil:
+			span.SetStatus(codes.Error, err.Error())
+			span.SetAttributes(attribute.String("error.type", string(wire.CodeOf(err))))
+		case resp.IsError:
+			span.SetStatus(codes.Error, "tool_error")
+			span.SetAttributes(attribute.String("error.type", "tool_error"))
+		}
+		span.End()
+	}()
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("mcp.method.name", "tools/call"), attribute.String("gen_ai.operation.name", "execute_tool"),
+			attribute.String("gen_ai.tool.name", t.remote), attribute.String("mirobody.mcp.server", c.spec.name))
+		if u, perr := url.Parse(c.spec.url); perr == nil {
+			span.SetAttributes(attribute.String("server.address", u.Hostname()))
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		c.mu.Lock()
 		var cs *mcp.ClientSession

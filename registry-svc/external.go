@@ -11,6 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	nooptrace "go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/ssrf"
@@ -48,6 +51,7 @@ type external struct {
 	maxBytes  int // EXTERNAL_MAX_RESULT_BYTES
 	maxTools  int // EXTERNAL_MAX_TOOLS
 	announcer *coalescer
+	tracer    trace.Tracer
 
 	mu       sync.Mutex
 	accounts map[string]*accountConfig
@@ -86,14 +90,19 @@ type externalOptions struct {
 	// Window is the shortest time between two announcements of one
 	// account's change; zero means listChangedWindow.
 	Window time.Duration
+	// Tracer records each tool call as a client span; nil records none.
+	Tracer trace.Tracer
 }
 
 func newExternal(opts externalOptions) *external {
 	refresh := cmp.Or(opts.Refresh, defaultRefresh)
 	x := &external{log: opts.Log, guard: opts.Guard, store: opts.Store, pub: opts.Pub, refresh: refresh,
 		transport: &cappedTransport{base: guardedTransport(opts.Guard), max: opts.MaxBytes, log: opts.Log},
-		maxBytes:  opts.MaxBytes, maxTools: opts.MaxTools,
+		maxBytes:  opts.MaxBytes, maxTools: opts.MaxTools, tracer: opts.Tracer,
 		accounts: map[string]*accountConfig{}, conns: map[connKey]*extConn{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if x.tracer == nil {
+		x.tracer = nooptrace.NewTracerProvider().Tracer("")
+	}
 	x.announcer = newCoalescer(cmp.Or(opts.Window, listChangedWindow), x.publish)
 	go x.loop()
 	return x

@@ -46,6 +46,10 @@ type snapshot struct {
 	failed   []string     // Python files that failed to import
 	revision string
 	lists    *listCache // encoded list replies of this snapshot
+	// resources and prompts are the Python modules' RESOURCES and PROMPTS
+	// (resources.go).
+	resources []pyhost.ResourceInfo
+	prompts   []registry.Prompt
 }
 
 // buildSnapshot merges the built-ins and the discovered Python tools in
@@ -86,7 +90,7 @@ func buildSnapshot(dirs []string, builtins []*builtin.Tool, pyTools []pyhost.Too
 				continue
 			}
 			add(&entry{tool: registry.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
-				Annotations: t.Annotations, Meta: t.Meta, RequiresData: t.RequiresData, TakesUserInfo: t.TakesUserInfo, Source: t.Source}})
+				Annotations: t.Annotations, Meta: t.Meta, Execution: t.Execution, RequiresData: t.RequiresData, TakesUserInfo: t.TakesUserInfo, Source: t.Source}})
 		}
 	}
 	h := sha256.New()

@@ -63,8 +63,10 @@ type Service struct {
 	pyDirs  []string
 	sandbox *sandbox.Sandbox // nil when Python tools run unconfined
 	watcher *watcher
-	subs    []*nats.Subscription
-	retired sync.WaitGroup // pools of replaced snapshots, still draining
+	// resWatch announces changes of skills and resource folders.
+	resWatch *resourceWatch
+	subs     []*nats.Subscription
+	retired  sync.WaitGroup // pools of replaced snapshots, still draining
 	// retiring ends the drain of replaced pools early when the service stops.
 	retiring     context.Context
 	stopRetiring context.CancelFunc
@@ -100,7 +102,8 @@ func (s *Service) Start(ctx context.Context) error {
 		}
 	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "Tool discovery, visibility and execution",
-		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics})
+		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics,
+		Liveness: cfg.Liveness()})
 	if err != nil {
 		return err
 	}
@@ -121,7 +124,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	guard := &ssrf.Guard{AllowPrivate: cfg.MCPClientAllowPriv, Log: s.log}
 	s.reg.ext = newExternal(externalOptions{Log: s.log, Guard: guard, Store: mcpservers.NewMCPServers(n.Client), Pub: n.Client,
-		Refresh: s.opts.ExternalRefresh, MaxBytes: cfg.ExtMaxResultBytes, MaxTools: cfg.ExtMaxTools})
+		Refresh: s.opts.ExternalRefresh, MaxBytes: cfg.ExtMaxResultBytes, MaxTools: cfg.ExtMaxTools, Tracer: s.reg.tracer})
 	snap, err := s.discover(ctx, dirs)
 	if err != nil {
 		_ = s.stopAll(ctx)
@@ -147,6 +150,14 @@ func (s *Service) Start(ctx context.Context) error {
 			return err
 		}
 		s.watcher = w
+	}
+	if cfg.ToolsWatch {
+		rw, err := newResourceWatch(cfg.SkillDirs, cfg.MCPResourceDirs, 150*time.Millisecond, s.node.Client, s.log)
+		if err != nil {
+			_ = s.stopAll(ctx)
+			return err
+		}
+		s.resWatch = rw
 	}
 	return nil
 }
@@ -182,13 +193,14 @@ func (s *Service) discover(ctx context.Context, dirs []string) (*snapshot, error
 		cfg := s.opts.Config
 		var err error
 		pool, found, err = pyhost.Start(ctx, pyhost.Options{Python: cfg.Python, Workers: cfg.PythonWorkers, Dirs: s.pyDirs, Env: cfg.ToolEnviron, Log: s.log,
-			Sandbox: s.sandbox, OnRestart: func() { s.restarts.Add(1) }})
+			Sandbox: s.sandbox, Tracer: s.reg.tracer, OnRestart: func() { s.restarts.Add(1) }})
 		if err != nil {
 			return nil, fmt.Errorf("starting the Python tool host: %w", err)
 		}
 	}
 	snap := buildSnapshot(dirs, s.opts.Builtins, found.Tools, pool, s.log)
 	snap.failed = found.Failed
+	snap.resources, snap.prompts = found.Resources, found.Prompts
 	return snap, nil
 }
 
@@ -208,6 +220,7 @@ func (s *Service) reload(ctx context.Context, dirs []string) {
 		return
 	}
 	s.reg.swap(snap)
+	s.announceExtras(ctx, old, snap)
 	s.retired.Add(1)
 	go func() {
 		defer s.retired.Done()
@@ -266,6 +279,9 @@ func (s *Service) serve() error {
 	if err := (&skillHandlers{dirs: s.opts.Config.SkillDirs}).register(s.node.Service); err != nil {
 		return err
 	}
+	if err := (&resourceHandlers{reg: s.reg, dirs: s.opts.Config.MCPResourceDirs}).register(s.node.Service); err != nil {
+		return err
+	}
 	cancelSub, err := s.node.Conn.Subscribe(registry.CallsCancel.Subject, func(m *nats.Msg) {
 		if ev, err := registry.CallsCancel.Decode(m); err == nil && ev.CallID != "" {
 			s.reg.cancelCall(ev)
@@ -306,6 +322,10 @@ func (s *Service) stopAll(ctx context.Context) error {
 	if s.watcher != nil {
 		errs = append(errs, s.watcher.close())
 		s.watcher = nil
+	}
+	if s.resWatch != nil {
+		errs = append(errs, s.resWatch.close())
+		s.resWatch = nil
 	}
 	for _, sub := range s.subs {
 		_ = sub.Unsubscribe()

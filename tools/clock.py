@@ -28,3 +28,7 @@ async def current_time(timezone: str = "UTC") -> dict:
     await asyncio.sleep(0)  # a real async tool would await I/O here
     now = datetime.datetime.now(tz)
     return {"now": now.isoformat(timespec="seconds"), "weekday": now.strftime("%A"), "utc_offset": now.strftime("%z")}
+
+
+# MCP Apps: hosts that support them show this page (clock_app.py) with the result.
+current_time.meta = {"ui": {"resourceUri": "ui://clock/now.html"}}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -131,4 +133,39 @@ func BenchmarkGeneticImport(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(lines)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+}
+
+// BenchmarkWriteOneAccount writes small files of one account over NATS
+// from 32 concurrent writers, each to its own paths (issue 20: at least
+// 1,000 writes/s). withpg runs Postgres with fsync off, so this measures
+// the serialisation of the account's changes; with fsync on, each commit
+// waits for the disk too, and group commit shares that wait.
+func BenchmarkWriteOneAccount(b *testing.B) {
+	e := start(b, nil)
+	sc := files.Scope{AccountID: e.account(b), SessionID: "s"}
+	const writers = 32
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	b.ResetTimer()
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				p := fmt.Sprintf("/work/w%02d/f%03d.txt", w, i%200)
+				if _, err := e.fs.Write(context.Background(), &files.WriteRequest{Scope: sc, Path: p, Content: "hello", Overwrite: true}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	b.StopTimer()
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 }

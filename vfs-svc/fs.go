@@ -198,7 +198,7 @@ func (s *Service) read(ctx context.Context, req *files.ReadRequest) (*files.Read
 			WHERE account_id = $1 AND session_id = ANY($2) AND path = $3`,
 			l.account, l.sessions, l.path).Scan(&content, &f.size, &f.version, &f.modified)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, s.notAFile(ctx, l)
+			return nil, notAFile(ctx, s.pool, l)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", l.path, err)
@@ -212,8 +212,8 @@ func (s *Service) read(ctx context.Context, req *files.ReadRequest) (*files.Read
 }
 
 // notAFile explains why a file is missing: it is a directory, or absent.
-func (s *Service) notAFile(ctx context.Context, l loc) error {
-	_, dir, err := lookup(ctx, s.pool, l)
+func notAFile(ctx context.Context, q querier, l loc) error {
+	_, dir, err := lookup(ctx, q, l)
 	if err != nil {
 		return err
 	}

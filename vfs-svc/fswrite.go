@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -14,10 +15,11 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// change is one account's write transaction. begin locks the account's
-// usage row, which serialises the account's changes: the checks that keep
-// the tree consistent (no file below a file, no file where a directory is)
-// and the quota then cannot race.
+// change is one account's write transaction, shared by a group of its
+// changes (groupcommit.go). begin locks the account's usage row, which
+// serialises the account's changes: the checks that keep the tree
+// consistent (no file below a file, no file where a directory is) and the
+// quota then cannot race.
 type change struct {
 	s     *Service
 	tx    pgx.Tx
@@ -94,6 +96,38 @@ func (c *change) placeable(ctx context.Context, l loc) error {
 	return nil
 }
 
+// target checks, as placeable does, that a file may exist at the writable
+// l, and returns the file there (nil for none). It asks in one query what
+// placeable and lookup ask in three: a write's round trips to Postgres are
+// what one account's group of changes waits on.
+func (c *change) target(ctx context.Context, l loc) (*file, error) {
+	lo, hi := l.prefix()
+	var (
+		blocker       *string
+		size, version *int64
+		modified      *time.Time
+		dir           bool
+	)
+	err := c.tx.QueryRow(ctx, `SELECT
+		(SELECT path FROM vfs_files WHERE account_id = $1 AND session_id = $2 AND path = ANY($3) LIMIT 1),
+		f.size, f.version, f.modified,
+		EXISTS (SELECT 1 FROM vfs_files WHERE account_id = $1 AND session_id = $2 AND path >= $5 AND path < $6)
+		FROM (SELECT) AS one LEFT JOIN vfs_files f ON f.account_id = $1 AND f.session_id = $2 AND f.path = $4`,
+		l.account, l.session(), ancestors(l.path), l.path, lo, hi).Scan(&blocker, &size, &version, &modified, &dir)
+	if err != nil {
+		return nil, fmt.Errorf("checking %s: %w", l.path, err)
+	}
+	switch {
+	case blocker != nil:
+		return nil, wire.Errorf(wire.NotDir, "%s is a file, so %s cannot be created", *blocker, l.path)
+	case size != nil:
+		return &file{size: *size, version: *version, modified: *modified}, nil
+	case dir || l.path+"/" == files.MemoriesRoot:
+		return nil, wire.Errorf(wire.IsDir, "%s is a directory", l.path)
+	}
+	return nil, nil
+}
+
 // checkContent refuses what Postgres text cannot hold.
 func checkContent(s string) error {
 	if strings.IndexByte(s, 0) >= 0 || !utf8.ValidString(s) {
@@ -116,44 +150,42 @@ func (s *Service) write(ctx context.Context, req *files.WriteRequest) (*files.Fi
 	if req.ExpectedVersion < 0 {
 		return nil, wire.Errorf(wire.InvalidArgument, "expected_version must not be negative")
 	}
-	c, err := s.begin(ctx, l.account)
+	var out *files.FileInfo
+	err = s.change(ctx, l.account, func(ctx context.Context, c *change) error {
+		cur, err := c.target(ctx, l)
+		if err != nil {
+			return err
+		}
+		var old int64
+		switch {
+		case cur != nil && !req.Overwrite:
+			return wire.Errorf(wire.AlreadyExists, "%s exists (version %d)", l.path, cur.version)
+		case req.ExpectedVersion > 0 && (cur == nil || cur.version != req.ExpectedVersion):
+			return versionConflict(l.path, req.ExpectedVersion, cur)
+		case cur != nil:
+			old = cur.size
+		}
+		if err := c.grow(old, int64(len(req.Content))); err != nil {
+			return err
+		}
+		f := file{size: int64(len(req.Content))}
+		err = c.tx.QueryRow(ctx, `INSERT INTO vfs_files (account_id, session_id, path, content, size, version)
+			VALUES ($1, $2, $3, $4, $5, 1)
+			ON CONFLICT (account_id, session_id, path) DO UPDATE
+			SET content = excluded.content, size = excluded.size, version = vfs_files.version + 1, modified = now()
+			RETURNING version, modified`,
+			l.account, l.session(), l.path, req.Content, f.size).Scan(&f.version, &f.modified)
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", l.path, err)
+		}
+		out = f.info(l.path)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer c.rollback(ctx)
-	if err := c.placeable(ctx, l); err != nil {
-		return nil, err
-	}
-	cur, _, err := lookup(ctx, c.tx, l)
-	if err != nil {
-		return nil, err
-	}
-	var old int64
-	switch {
-	case cur != nil && !req.Overwrite:
-		return nil, wire.Errorf(wire.AlreadyExists, "%s exists (version %d)", l.path, cur.version)
-	case req.ExpectedVersion > 0 && (cur == nil || cur.version != req.ExpectedVersion):
-		return nil, versionConflict(l.path, req.ExpectedVersion, cur)
-	case cur != nil:
-		old = cur.size
-	}
-	if err := c.grow(old, int64(len(req.Content))); err != nil {
-		return nil, err
-	}
-	f := file{size: int64(len(req.Content))}
-	err = c.tx.QueryRow(ctx, `INSERT INTO vfs_files (account_id, session_id, path, content, size, version)
-		VALUES ($1, $2, $3, $4, $5, 1)
-		ON CONFLICT (account_id, session_id, path) DO UPDATE
-		SET content = excluded.content, size = excluded.size, version = vfs_files.version + 1, modified = now()
-		RETURNING version, modified`,
-		l.account, l.session(), l.path, req.Content, f.size).Scan(&f.version, &f.modified)
-	if err != nil {
-		return nil, fmt.Errorf("writing %s: %w", l.path, err)
-	}
-	if err := c.commit(ctx, l.account); err != nil {
-		return nil, err
-	}
-	return f.info(l.path), nil
+	s.announceFiles(ctx, l)
+	return out, nil
 }
 
 func versionConflict(p string, want int64, cur *file) error {
@@ -177,47 +209,48 @@ func (s *Service) edit(ctx context.Context, req *files.EditRequest) (*files.Edit
 	if err := checkContent(req.New); err != nil {
 		return nil, err
 	}
-	c, err := s.begin(ctx, l.account)
+	var out *files.EditResponse
+	err = s.change(ctx, l.account, func(ctx context.Context, c *change) error {
+		var content string
+		var cur file
+		err := c.tx.QueryRow(ctx, `SELECT content, size, version FROM vfs_files
+			WHERE account_id = $1 AND session_id = $2 AND path = $3`,
+			l.account, l.session(), l.path).Scan(&content, &cur.size, &cur.version)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notAFile(ctx, c.tx, l)
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", l.path, err)
+		}
+		if req.ExpectedVersion > 0 && req.ExpectedVersion != cur.version {
+			return versionConflict(l.path, req.ExpectedVersion, &cur)
+		}
+		n := strings.Count(content, req.Old)
+		switch {
+		case n == 0:
+			return wire.Errorf(wire.FailedPrecondition, "old text not found in %s", l.path)
+		case n > 1 && !req.ReplaceAll:
+			return wire.Errorf(wire.FailedPrecondition, "old text occurs %d times in %s; give more context or set replace_all", n, l.path)
+		}
+		content = strings.ReplaceAll(content, req.Old, req.New)
+		if err := c.grow(cur.size, int64(len(content))); err != nil {
+			return err
+		}
+		f := file{size: int64(len(content))}
+		err = c.tx.QueryRow(ctx, `UPDATE vfs_files SET content = $4, size = $5, version = version + 1, modified = now()
+			WHERE account_id = $1 AND session_id = $2 AND path = $3 RETURNING version, modified`,
+			l.account, l.session(), l.path, content, f.size).Scan(&f.version, &f.modified)
+		if err != nil {
+			return fmt.Errorf("editing %s: %w", l.path, err)
+		}
+		out = &files.EditResponse{FileInfo: *f.info(l.path), Replaced: n}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	defer c.rollback(ctx)
-	var content string
-	var cur file
-	err = c.tx.QueryRow(ctx, `SELECT content, size, version FROM vfs_files
-		WHERE account_id = $1 AND session_id = $2 AND path = $3`,
-		l.account, l.session(), l.path).Scan(&content, &cur.size, &cur.version)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, s.notAFile(ctx, l)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", l.path, err)
-	}
-	if req.ExpectedVersion > 0 && req.ExpectedVersion != cur.version {
-		return nil, versionConflict(l.path, req.ExpectedVersion, &cur)
-	}
-	n := strings.Count(content, req.Old)
-	switch {
-	case n == 0:
-		return nil, wire.Errorf(wire.FailedPrecondition, "old text not found in %s", l.path)
-	case n > 1 && !req.ReplaceAll:
-		return nil, wire.Errorf(wire.FailedPrecondition, "old text occurs %d times in %s; give more context or set replace_all", n, l.path)
-	}
-	content = strings.ReplaceAll(content, req.Old, req.New)
-	if err := c.grow(cur.size, int64(len(content))); err != nil {
-		return nil, err
-	}
-	f := file{size: int64(len(content))}
-	err = c.tx.QueryRow(ctx, `UPDATE vfs_files SET content = $4, size = $5, version = version + 1, modified = now()
-		WHERE account_id = $1 AND session_id = $2 AND path = $3 RETURNING version, modified`,
-		l.account, l.session(), l.path, content, f.size).Scan(&f.version, &f.modified)
-	if err != nil {
-		return nil, fmt.Errorf("editing %s: %w", l.path, err)
-	}
-	if err := c.commit(ctx, l.account); err != nil {
-		return nil, err
-	}
-	return &files.EditResponse{FileInfo: *f.info(l.path), Replaced: n}, nil
+	s.announceFiles(ctx, l)
+	return out, nil
 }
 
 func (s *Service) delete(ctx context.Context, req *files.DeleteRequest) (*files.DeleteResponse, error) {
@@ -231,41 +264,42 @@ func (s *Service) delete(ctx context.Context, req *files.DeleteRequest) (*files.
 	if l.kind == locRoot {
 		return nil, wire.Errorf(wire.InvalidArgument, "refusing to delete /")
 	}
-	c, err := s.begin(ctx, l.account)
-	if err != nil {
-		return nil, err
-	}
-	defer c.rollback(ctx)
-	var freed, n int64
-	err = c.tx.QueryRow(ctx, `WITH d AS (DELETE FROM vfs_files
-		WHERE account_id = $1 AND session_id = $2 AND path = $3 RETURNING size)
-		SELECT coalesce(sum(size), 0), count(*) FROM d`, l.account, l.session(), l.path).Scan(&freed, &n)
-	if err != nil {
-		return nil, fmt.Errorf("deleting %s: %w", l.path, err)
-	}
-	if n == 0 {
-		_, dir, err := lookup(ctx, c.tx, l)
-		switch {
-		case err != nil:
-			return nil, err
-		case !dir:
-			return nil, wire.Errorf(wire.NotFound, "%s does not exist", l.path)
-		case !req.Recursive:
-			return nil, wire.Errorf(wire.NotEmpty, "%s is a directory; set recursive to delete it and everything in it", l.path)
-		}
-		lo, hi := l.prefix()
-		err = c.tx.QueryRow(ctx, `WITH d AS (DELETE FROM vfs_files
-			WHERE account_id = $1 AND session_id = $2 AND path >= $3 AND path < $4 RETURNING size)
-			SELECT coalesce(sum(size), 0), count(*) FROM d`, l.account, l.session(), lo, hi).Scan(&freed, &n)
+	var out *files.DeleteResponse
+	err = s.change(ctx, l.account, func(ctx context.Context, c *change) error {
+		var freed, n int64
+		err := c.tx.QueryRow(ctx, `WITH d AS (DELETE FROM vfs_files
+			WHERE account_id = $1 AND session_id = $2 AND path = $3 RETURNING size)
+			SELECT coalesce(sum(size), 0), count(*) FROM d`, l.account, l.session(), l.path).Scan(&freed, &n)
 		if err != nil {
-			return nil, fmt.Errorf("deleting %s: %w", l.path, err)
+			return fmt.Errorf("deleting %s: %w", l.path, err)
 		}
-	}
-	c.delta -= freed
-	if err := c.commit(ctx, l.account); err != nil {
+		if n == 0 {
+			_, dir, err := lookup(ctx, c.tx, l)
+			switch {
+			case err != nil:
+				return err
+			case !dir:
+				return wire.Errorf(wire.NotFound, "%s does not exist", l.path)
+			case !req.Recursive:
+				return wire.Errorf(wire.NotEmpty, "%s is a directory; set recursive to delete it and everything in it", l.path)
+			}
+			lo, hi := l.prefix()
+			err = c.tx.QueryRow(ctx, `WITH d AS (DELETE FROM vfs_files
+				WHERE account_id = $1 AND session_id = $2 AND path >= $3 AND path < $4 RETURNING size)
+				SELECT coalesce(sum(size), 0), count(*) FROM d`, l.account, l.session(), lo, hi).Scan(&freed, &n)
+			if err != nil {
+				return fmt.Errorf("deleting %s: %w", l.path, err)
+			}
+		}
+		c.delta -= freed
+		out = &files.DeleteResponse{Deleted: n}
+		return nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	return &files.DeleteResponse{Deleted: n}, nil
+	s.announceFiles(ctx, l)
+	return out, nil
 }
 
 func (s *Service) move(ctx context.Context, req *files.MoveRequest) (*files.MoveResponse, error) {
@@ -285,54 +319,55 @@ func (s *Service) move(ctx context.Context, req *files.MoveRequest) (*files.Move
 	if from.path == to.path || strings.HasPrefix(to.path, from.path+"/") {
 		return nil, wire.Errorf(wire.InvalidArgument, "cannot move %s onto or into itself", from.path)
 	}
-	c, err := s.begin(ctx, from.account)
-	if err != nil {
-		return nil, err
-	}
-	defer c.rollback(ctx)
-	src, srcDir, err := lookup(ctx, c.tx, from)
-	if err != nil {
-		return nil, err
-	}
-	if src == nil && !srcDir {
-		return nil, wire.Errorf(wire.NotFound, "%s does not exist", from.path)
-	}
-	dst, dstDir, err := lookup(ctx, c.tx, to)
-	switch {
-	case err != nil:
-		return nil, err
-	case dstDir:
-		return nil, wire.Errorf(wire.AlreadyExists, "%s is an existing directory", to.path)
-	case dst != nil && (srcDir || !req.Overwrite):
-		return nil, wire.Errorf(wire.AlreadyExists, "%s exists; set overwrite to replace it", to.path)
-	}
-	if err := c.placeable(ctx, to); err != nil {
-		return nil, err
-	}
-	if dst != nil {
-		if _, err := c.tx.Exec(ctx, `DELETE FROM vfs_files WHERE account_id = $1 AND session_id = $2 AND path = $3`,
-			to.account, to.session(), to.path); err != nil {
-			return nil, fmt.Errorf("replacing %s: %w", to.path, err)
+	var out *files.MoveResponse
+	err = s.change(ctx, from.account, func(ctx context.Context, c *change) error {
+		src, srcDir, err := lookup(ctx, c.tx, from)
+		if err != nil {
+			return err
 		}
-		c.delta -= dst.size
-	}
-	var tag pgconn.CommandTag
-	if src != nil {
-		tag, err = c.tx.Exec(ctx, `UPDATE vfs_files SET session_id = $4, path = $5, version = version + 1, modified = now()
-			WHERE account_id = $1 AND session_id = $2 AND path = $3`,
-			from.account, from.session(), from.path, to.session(), to.path)
-	} else {
-		lo, hi := from.prefix()
-		tag, err = c.tx.Exec(ctx, `UPDATE vfs_files SET session_id = $5, path = $6 || substr(path, $7),
-			version = version + 1, modified = now()
-			WHERE account_id = $1 AND session_id = $2 AND path >= $3 AND path < $4`,
-			from.account, from.session(), lo, hi, to.session(), to.path, utf8.RuneCountInString(from.path)+1)
-	}
+		if src == nil && !srcDir {
+			return wire.Errorf(wire.NotFound, "%s does not exist", from.path)
+		}
+		dst, dstDir, err := lookup(ctx, c.tx, to)
+		switch {
+		case err != nil:
+			return err
+		case dstDir:
+			return wire.Errorf(wire.AlreadyExists, "%s is an existing directory", to.path)
+		case dst != nil && (srcDir || !req.Overwrite):
+			return wire.Errorf(wire.AlreadyExists, "%s exists; set overwrite to replace it", to.path)
+		}
+		if err := c.placeable(ctx, to); err != nil {
+			return err
+		}
+		if dst != nil {
+			if _, err := c.tx.Exec(ctx, `DELETE FROM vfs_files WHERE account_id = $1 AND session_id = $2 AND path = $3`,
+				to.account, to.session(), to.path); err != nil {
+				return fmt.Errorf("replacing %s: %w", to.path, err)
+			}
+			c.delta -= dst.size
+		}
+		var tag pgconn.CommandTag
+		if src != nil {
+			tag, err = c.tx.Exec(ctx, `UPDATE vfs_files SET session_id = $4, path = $5, version = version + 1, modified = now()
+				WHERE account_id = $1 AND session_id = $2 AND path = $3`,
+				from.account, from.session(), from.path, to.session(), to.path)
+		} else {
+			lo, hi := from.prefix()
+			tag, err = c.tx.Exec(ctx, `UPDATE vfs_files SET session_id = $5, path = $6 || substr(path, $7),
+				version = version + 1, modified = now()
+				WHERE account_id = $1 AND session_id = $2 AND path >= $3 AND path < $4`,
+				from.account, from.session(), lo, hi, to.session(), to.path, utf8.RuneCountInString(from.path)+1)
+		}
+		if err != nil {
+			return fmt.Errorf("moving %s: %w", from.path, err)
+		}
+		out = &files.MoveResponse{Moved: tag.RowsAffected()}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("moving %s: %w", from.path, err)
-	}
-	if err := c.commit(ctx, from.account); err != nil {
 		return nil, err
 	}
-	return &files.MoveResponse{Moved: tag.RowsAffected()}, nil
+	s.announceFiles(ctx, from, to)
+	return out, nil
 }

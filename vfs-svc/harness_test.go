@@ -21,6 +21,8 @@ func TestMain(m *testing.M) { servicetest.Main(m) }
 
 // env is a running vfs-svc on a fresh database and NATS server.
 type env struct {
+	cfg    *conf.Config
+	url    string
 	svc    *Service
 	pool   *pgxpool.Pool
 	client *wire.Client
@@ -49,7 +51,7 @@ func start(t testing.TB, tweak func(*conf.Config)) *env {
 	}
 	t.Cleanup(func() { _ = s.Stop(context.Background()) })
 	c := servicetest.Client(t, url)
-	return &env{svc: s, pool: db.Pool, client: c, fs: files.NewFS(c), data: userdata.NewData(c)}
+	return &env{cfg: cfg, url: url, svc: s, pool: db.Pool, client: c, fs: files.NewFS(c), data: userdata.NewData(c)}
 }
 
 // account creates an account and returns its id.

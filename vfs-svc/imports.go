@@ -1,7 +1,10 @@
 package vfssvc
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -32,18 +35,34 @@ func (s *Service) importBegin(ctx context.Context, req *userdata.ImportBeginRequ
 		return nil, wire.Errorf(wire.InvalidArgument, "cannot import kind %q in format %q", req.Kind, req.Format)
 	}
 	if _, err := s.pool.Exec(ctx, `WITH old AS (DELETE FROM data_imports WHERE created < now() - $1::interval RETURNING id),
-		h AS (DELETE FROM import_health WHERE import_id IN (SELECT id FROM old))
-		DELETE FROM import_genetic WHERE import_id IN (SELECT id FROM old)`, staleImport); err != nil {
+		h AS (DELETE FROM import_health WHERE import_id IN (SELECT id FROM old)),
+		g AS (DELETE FROM import_genetic WHERE import_id IN (SELECT id FROM old))
+		DELETE FROM data_import_results WHERE created < now() - $1::interval`, staleImport); err != nil {
 		return nil, fmt.Errorf("dropping stale imports: %w", err)
 	}
-	id := uuid.NewString()
-	_, err := s.pool.Exec(ctx, `INSERT INTO data_imports (id, account_id, kind, format) VALUES ($1, $2, $3, $4)`,
-		id, req.AccountID, req.Kind, req.Format)
+	id := req.ImportID
+	if id == "" {
+		id = uuid.NewString()
+	} else if _, err := uuid.Parse(id); err != nil {
+		return nil, wire.Errorf(wire.InvalidArgument, "import id %q is not a UUID", id)
+	}
+	// A begin sent again (its first answer was lost) finds its import
+	// still unused and answers the same; any other use of the id is refused.
+	var fresh bool
+	err := s.pool.QueryRow(ctx, `WITH ins AS (INSERT INTO data_imports (id, account_id, kind, format)
+			SELECT $1, $2, $3, $4 WHERE NOT EXISTS (SELECT 1 FROM data_import_results WHERE id = $1)
+			ON CONFLICT (id) DO NOTHING RETURNING id)
+		SELECT EXISTS (SELECT 1 FROM ins) OR EXISTS (SELECT 1 FROM data_imports
+			WHERE id = $1 AND account_id = $2 AND kind = $3 AND format = $4 AND next_seq = 0)`,
+		id, req.AccountID, req.Kind, req.Format).Scan(&fresh)
 	if isForeignKeyViolation(err) {
 		return nil, wire.Errorf(wire.NotFound, "no such account")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("opening import: %w", err)
+	}
+	if !fresh {
+		return nil, wire.Errorf(wire.AlreadyExists, "import %s is already in use", id)
 	}
 	return &userdata.ImportBeginResponse{ImportID: id}, nil
 }
@@ -66,6 +85,15 @@ func (s *Service) importChunk(ctx context.Context, req *userdata.ImportChunkRequ
 	imp, err := lockImport(ctx, tx, req.AccountID, req.ImportID)
 	if err != nil {
 		return nil, err
+	}
+	digest := sha256.Sum256(req.Data)
+	if req.Seq == imp.nextSeq-1 && imp.lastAnswer != nil && bytes.Equal(imp.lastDigest, digest[:]) {
+		// The chunk again, after its answer was lost: the same answer.
+		var resp userdata.ImportChunkResponse
+		if err := json.Unmarshal(imp.lastAnswer, &resp); err != nil {
+			return nil, fmt.Errorf("decoding the chunk's answer: %w", err)
+		}
+		return &resp, nil
 	}
 	if req.Seq != imp.nextSeq {
 		return nil, wire.Errorf(wire.FailedPrecondition, "chunk %d arrived, chunk %d was expected", req.Seq, imp.nextSeq)
@@ -106,20 +134,29 @@ func (s *Service) importChunk(ctx context.Context, req *userdata.ImportChunkRequ
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{table}, cols, src); err != nil {
 		return nil, fmt.Errorf("staging chunk: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `UPDATE data_imports SET next_seq = next_seq + 1, valid = valid + $2, errors = errors + $3 WHERE id = $1`,
-		req.ImportID, n, len(errs)); err != nil {
+	resp := &userdata.ImportChunkResponse{Rows: int64(n), Errors: errs}
+	answer, err := json.Marshal(resp)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the chunk's answer: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE data_imports SET next_seq = next_seq + 1, valid = valid + $2, errors = errors + $3,
+		last_digest = $4, last_answer = $5 WHERE id = $1`,
+		req.ImportID, n, len(errs), digest[:], answer); err != nil {
 		return nil, fmt.Errorf("recording chunk: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("committing chunk: %w", err)
 	}
-	return &userdata.ImportChunkResponse{Rows: int64(n), Errors: errs}, nil
+	return resp, nil
 }
 
 // openImport is an import session's state.
 type openImport struct {
 	kind, format          string
 	nextSeq, valid, nerrs int64
+	// lastDigest and lastAnswer are the SHA-256 of the last chunk's data
+	// and its answer, for a resend of that chunk.
+	lastDigest, lastAnswer []byte
 }
 
 // lockImport locks the account's import row for the transaction, so that
@@ -132,9 +169,9 @@ func lockImport(ctx context.Context, tx pgx.Tx, account, id string) (*openImport
 		return nil, wire.Errorf(wire.InvalidArgument, "import id %q is not a UUID", id)
 	}
 	var imp openImport
-	err := tx.QueryRow(ctx, `SELECT kind, format, next_seq, valid, errors FROM data_imports
+	err := tx.QueryRow(ctx, `SELECT kind, format, next_seq, valid, errors, last_digest, last_answer FROM data_imports
 		WHERE id = $1 AND account_id = $2 FOR UPDATE`, id, account).
-		Scan(&imp.kind, &imp.format, &imp.nextSeq, &imp.valid, &imp.nerrs)
+		Scan(&imp.kind, &imp.format, &imp.nextSeq, &imp.valid, &imp.nerrs, &imp.lastDigest, &imp.lastAnswer)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, wire.Errorf(wire.NotFound, "no open import %s for this account", id)
 	}
@@ -189,6 +226,9 @@ func (s *Service) importCommit(ctx context.Context, req *userdata.ImportCommitRe
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	imp, err := lockImport(ctx, tx, req.AccountID, req.ImportID)
+	if wire.CodeOf(err) == wire.NotFound {
+		return s.importResult(ctx, req, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -215,6 +255,14 @@ func (s *Service) importCommit(ctx context.Context, req *userdata.ImportCommitRe
 	if err := dropImport(ctx, tx, req.ImportID); err != nil {
 		return nil, err
 	}
+	stored, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encoding import result: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO data_import_results (id, account_id, result) VALUES ($1, $2, $3)`,
+		req.ImportID, req.AccountID, stored); err != nil {
+		return nil, fmt.Errorf("keeping import result: %w", err)
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, fmt.Errorf("committing import: %w", err)
 	}
@@ -222,6 +270,26 @@ func (s *Service) importCommit(ctx context.Context, req *userdata.ImportCommitRe
 		s.announce(ctx, req.AccountID, imp.kind)
 	}
 	return res, nil
+}
+
+// importResult answers a commit of an import that is no longer open: with
+// the kept result when it was committed (its first answer was lost), else
+// with notOpen.
+func (s *Service) importResult(ctx context.Context, req *userdata.ImportCommitRequest, notOpen error) (*userdata.ImportResult, error) {
+	var stored []byte
+	err := s.pool.QueryRow(ctx, `SELECT result FROM data_import_results WHERE id = $1 AND account_id = $2`,
+		req.ImportID, req.AccountID).Scan(&stored)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notOpen
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading import result: %w", err)
+	}
+	var res userdata.ImportResult
+	if err := json.Unmarshal(stored, &res); err != nil {
+		return nil, fmt.Errorf("decoding import result: %w", err)
+	}
+	return &res, nil
 }
 
 func (s *Service) importAbort(ctx context.Context, req *userdata.ImportAbortRequest) (*wire.Empty, error) {

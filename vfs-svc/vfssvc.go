@@ -56,6 +56,8 @@ type Service struct {
 	// stopPrune ends the audit retention loop; pruned is closed when it has.
 	stopPrune context.CancelFunc
 	pruned    chan struct{}
+	// groups batches each account's file changes into shared transactions.
+	groups groups
 }
 
 // New returns a vfs-svc that is not started.
@@ -101,6 +103,7 @@ func (s *Service) Start(ctx context.Context) error {
 	}
 	n, err := node.Start(ctx, node.Options{Name: Name, Description: "virtual filesystem, accounts and user data",
 		NATSURL: cfg.NATSURL, CredsDir: cfg.NATSCredsDir, OTLPEndpoint: cfg.OTLPEndpoint, Log: s.log, Metrics: s.opts.Metrics,
+		Liveness: cfg.Liveness(),
 		Classify: pg.Classify})
 	if err != nil {
 		pool.Close()
@@ -146,5 +149,6 @@ func (s *Service) register() error {
 		s.registerData(svc),
 		s.registerRevocations(svc),
 		s.registerAudit(svc),
+		s.registerTasks(svc),
 	)
 }

@@ -42,7 +42,7 @@ var inert = []struct {
 	{[]string{"REQUEST_RATE_LIMITER"}, "set RATE_LIMIT_ACCOUNT and RATE_LIMIT_IP instead"},
 	{[]string{"JWT_"}, "access tokens are Ed25519 JWTs whose keys SECRET_KEY seals; set SECRET_KEY"},
 	{[]string{"LOG_NAME", "LOG_DIR"}, "logs go to stderr; set LOG_FORMAT"},
-	{[]string{"MCP_RESOURCE_DIRS", "AGENT_DIRS", "PROVIDER_DIRS"}, "not supported: tools come from MCP_TOOL_DIRS and skills from SKILL_DIRS"},
+	{[]string{"AGENT_DIRS", "PROVIDER_DIRS"}, "not supported: tools come from MCP_TOOL_DIRS and skills from SKILL_DIRS"},
 	{[]string{"PROVIDERS_BASELINE"}, "the Base agent's provider calls our /mcp itself: set PROVIDERS_BASE with type openai-responses or anthropic"},
 	{[]string{"S3_", "EMAIL_", "GOOGLE_CLIENT_ID", "FIREBASE_", "APPLE_", "VITAL_", "RENPHO_", "GARMIN_", "WHOOP_", "FRONTIERX_",
 		"OAUTH_TEMP_TTL_SECONDS", "ENABLE_INDICATOR_EXTRACTION", "DASHSCOPE_API_KEY", "JINA_API_KEY", "E2B_API_KEY", "DEFAULT_TIMEZONE",

@@ -22,6 +22,9 @@ type Config struct {
 	NATSCredsDir string `key:"NATS_CREDS_DIR" default:""`
 	DatabaseURL  string `key:"DATABASE_URL" default:"" url:"true" secret:"true"`
 	DevDir       string `key:"DEV_DIR" default:".mirobody"`
+	// LivenessMS is every caller's liveness window (wire.ClientOptions.Liveness);
+	// 0 turns liveness off.
+	LivenessMS int `key:"LIVENESS_MS" default:"2000" min:"0"`
 
 	// gateway.
 	HTTPAddr        string   `key:"HTTP_ADDR" default:"127.0.0.1:18080" addr:"true"`
@@ -32,6 +35,7 @@ type Config struct {
 	MCPSessionKeys  []string `key:"MCP_SESSION_KEYS" default:"" secret:"true"`
 	MCPSessionTTLS  int      `key:"MCP_SESSION_TTL_S" default:"86400" min:"60"`
 	MCPKeepAliveS   int      `key:"MCP_KEEPALIVE_S" default:"25" min:"1"`
+	MCPTaskTTLS     int      `key:"MCP_TASK_TTL_S" default:"3600" min:"60"`
 	MCPMaxStreams   int      `key:"MCP_MAX_STREAMS_PER_ACCOUNT" default:"8" min:"1"`
 	RateLimitAcct   int      `key:"RATE_LIMIT_ACCOUNT" default:"1200" min:"0"`
 	RateLimitIP     int      `key:"RATE_LIMIT_IP" default:"600" min:"0"`
@@ -46,6 +50,7 @@ type Config struct {
 	// registry-svc.
 	MCPToolDirs         []string `key:"MCP_TOOL_DIRS" default:"builtin"`
 	SkillDirs           []string `key:"SKILL_DIRS" default:"./skills"`
+	MCPResourceDirs     []string `key:"MCP_RESOURCE_DIRS" default:""`
 	AllowedToolsDeep    []string `key:"ALLOWED_TOOLS_DEEP" default:""`
 	DisallowedToolsDeep []string `key:"DISALLOWED_TOOLS_DEEP" default:""`
 	AllowedToolsBase    []string `key:"ALLOWED_TOOLS_BASE" default:""`

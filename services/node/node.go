@@ -39,6 +39,10 @@ type Options struct {
 	Log *slog.Logger
 	// Metrics receives the request metrics; nil means none.
 	Metrics prometheus.Registerer
+	// Liveness is the client's liveness window (wire.ClientOptions.Liveness):
+	// zero means wire.DefaultLiveness, negative turns it off. Services pass
+	// conf.Config.Liveness.
+	Liveness time.Duration
 	// Classify names the wire error of a handler error that is not one
 	// (wire.ServiceOptions.Classify); nil means internal.
 	Classify func(error) *wire.Error
@@ -84,7 +88,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		return nil, fmt.Errorf("registering %s: %w", opts.Name, err)
 	}
 	return &Node{Conn: nc, Service: ws, Tracer: tp, log: opts.Log,
-		Client: wire.NewClient(wire.ClientOptions{Conn: nc, TracerProvider: tp})}, nil
+		Client: wire.NewClient(wire.ClientOptions{Conn: nc, TracerProvider: tp, Liveness: opts.Liveness})}, nil
 }
 
 // Stop drains the endpoints, waits for handlers in flight, flushes the

@@ -9,5 +9,6 @@ func Contracts() []wire.Contract {
 		ToolsList, ToolsCall, CallsCancel, Changed, AccountChanged, Progress,
 		ServersAdd, ServersList, ServersUpdate, ServersRemove, ServersOAuthCallback, ServersOAuthStart,
 		SkillsList, SkillsRead,
+		ResourcesList, ResourcesRead, PromptsList, PromptsGet, Complete, ResourcesChanged,
 	}
 }

@@ -51,6 +51,9 @@ type Tool struct {
 	// Meta is the tool's _meta for MCP clients (a Python tool's meta
 	// attribute).
 	Meta json.RawMessage `json:"_meta,omitempty"`
+	// Execution is the tool's MCP execution object
+	// ({"taskSupport": "optional"|"required"}) when it may run as a task.
+	Execution json.RawMessage `json:"execution,omitempty"`
 	// RequiresData is the data kind the tool is gated on ("" for none).
 	RequiresData string `json:"requires_data,omitempty"`
 	// TakesUserInfo is true when the server injects user_info.

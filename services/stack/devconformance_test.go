@@ -71,6 +71,7 @@ func TestDevConformance(t *testing.T) {
 					out := t.TempDir()
 					log := runNode(t, dir, node, 0, suite, "server", "--url", url, "--requirements", rev,
 						"--expected-failures", variant.baseline, "-o", out)
+					checkUnscored(t, out, rev, variant.accepted, log)
 					for _, name := range devScenarios[rev] {
 						if bad := scenarioFailures(t, out, name, variant.accepted); len(bad) > 0 {
 							t.Errorf("%s %s failed:\n  %s\nsuite output:\n%s", rev, name, strings.Join(bad, "\n  "), log)
@@ -87,7 +88,7 @@ func TestDevConformance(t *testing.T) {
 func fixtureCopy(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"conformance_fixtures.py", "conformance_interaction.py", "examples.py"} {
+	for _, name := range []string{"conformance_fixtures.py", "conformance_interaction.py", "conformance_resources.py", "examples.py"} {
 		b, err := os.ReadFile(filepath.Join(fixtureTools, name))
 		must(t, err)
 		must(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))

@@ -71,6 +71,13 @@ func bareServer(b *testing.B, skills string, opts *mcp.StreamableHTTPOptions) st
 // benchStack runs the four services with only the Go built-ins.
 func benchStack(b *testing.B, skills string) string {
 	b.Helper()
+	return benchStackTools(b, skills, []string{"builtin"})
+}
+
+// benchStackTools runs the four services with the tools of toolDirs
+// (MCP_TOOL_DIRS) and returns the /mcp URL.
+func benchStackTools(b *testing.B, skills string, toolDirs []string) string {
+	b.Helper()
 	natsURL := servicetest.NATS(b)
 	db := servicetest.Postgres(b, nil)
 	res, err := conf.Load(conf.LoadOptions{Path: "testdata/empty.yaml", LookupEnv: func(string) (string, bool) { return "", false }})
@@ -78,7 +85,7 @@ func benchStack(b *testing.B, skills string) string {
 	cfg := res.Config
 	cfg.NATSURL, cfg.DatabaseURL = natsURL, db.DSN
 	cfg.HTTPAddr, cfg.AdminAddr = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.MCPToolDirs, cfg.SkillDirs, cfg.ToolsWatch = []string{"builtin"}, []string{skills}, false
+	cfg.MCPToolDirs, cfg.SkillDirs, cfg.ToolsWatch = toolDirs, []string{skills}, false
 	cfg.RateLimitAcct, cfg.RateLimitIP = 0, 0
 	cfg.LogLevel = "warn"
 	log := servicetest.Logger(b)

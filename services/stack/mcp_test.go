@@ -42,7 +42,7 @@ type mcpStack struct {
 func startMCPStack(t *testing.T) *mcpStack {
 	t.Helper()
 	tools := t.TempDir()
-	for _, name := range []string{"conformance_fixtures.py", "conformance_interaction.py", "examples.py"} {
+	for _, name := range []string{"conformance_fixtures.py", "conformance_interaction.py", "conformance_resources.py", "examples.py"} {
 		b, err := os.ReadFile(filepath.Join(fixtureTools, name))
 		must(t, err)
 		must(t, os.WriteFile(filepath.Join(tools, name), b, 0o644))
@@ -168,16 +168,17 @@ func TestMCPConformance(t *testing.T) {
 	st := startMCPStack(t)
 	node, dir := nodeTools(t)
 	suite := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
-	baseline, err := filepath.Abs("../../gateway/testdata/conformance-baseline.yml")
-	must(t, err)
+	baseline, accepted := devBaseline(t, "conformance-baseline.yml")
 	for _, run := range [][2]string{
 		{"--requirements", "2025-11-25"}, {"--requirements", "2026-07-28"},
 		{"--spec-version", "2025-06-18"}, {"--spec-version", "2025-03-26"},
 	} {
 		t.Run(run[1], func(t *testing.T) {
+			results := t.TempDir()
 			out := runNode(t, dir, node, 0, suite, "server", "--url", st.URL, run[0], run[1],
-				"--expected-failures", baseline, "-o", t.TempDir())
+				"--expected-failures", baseline, "-o", results)
 			t.Logf("conformance %s:\n%s", run[1], out)
+			checkUnscored(t, results, run[1], accepted, out)
 		})
 	}
 }

@@ -158,6 +158,16 @@ func TestDevStackWithNATSAuth(t *testing.T) {
 		if progress.Load() == 0 {
 			t.Error("no progress notifications: the registry's progress stream did not reach the gateway")
 		}
+		// The tool folders' resources and prompts (registry.resources.*,
+		// registry.prompts.*) under the gateway's grants.
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://template/7/data"})
+		if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, `"id": "7"`) {
+			t.Errorf("resources/read of a fixture template: %+v %v", rr, err)
+		}
+		gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_arguments", Arguments: map[string]string{"arg1": "a", "arg2": "b"}})
+		if err != nil || len(gp.Messages) != 1 {
+			t.Errorf("prompts/get of a fixture prompt: %+v %v", gp, err)
+		}
 	})
 
 	// External MCP servers: cli → registry.servers → vfs.mcpservers, the

@@ -21,9 +21,11 @@ import (
 )
 
 // TestMain lets this binary serve as the Python tool sandbox's launcher
-// (the dev stack starts sandboxed tools), then runs the tests.
+// (the dev stack starts sandboxed tools) and as the chaos run's processes
+// (chaosHelper), then runs the tests.
 func TestMain(m *testing.M) {
 	registrysvc.RunToolSandbox()
+	chaosHelper()
 	servicetest.Main(m)
 }
 

@@ -158,6 +158,15 @@ type heartbeat struct {
 // startHeartbeat starts beating for a request whose headers ask for it,
 // every third of its window; nil when they do not. The first beat comes
 // after a third of the window, so a quick reply costs no beat at all.
+//
+// Beating stops for good once the connection has reconnected since the
+// request arrived (a NATS node died, say): the permission to answer a
+// request (allow_responses) lives in the server connection the request
+// came through, so the reply would be refused, while beats (on _LIVE.>)
+// would still keep the caller waiting until the handler ends. Falling
+// silent lets the caller count the request lost within its window: an
+// idempotent one moves to another replica, any other fails saying it may
+// or may not have run.
 func (s *Service) startHeartbeat(h nats.Header) *heartbeat {
 	subject := h.Get(HeaderHeartbeat)
 	if subject == "" || !strings.HasPrefix(subject, LivePrefix+".") {
@@ -168,13 +177,14 @@ func (s *Service) startHeartbeat(h nats.Header) *heartbeat {
 		return nil
 	}
 	every := max(time.Duration(ms)*time.Millisecond/3, minBeat)
+	reconnects := s.nc.Stats().Reconnects
 	hb := &heartbeat{}
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
 	hb.t = time.AfterFunc(every, func() {
 		hb.mu.Lock()
 		defer hb.mu.Unlock()
-		if hb.stopped {
+		if hb.stopped || s.nc.Stats().Reconnects != reconnects {
 			return
 		}
 		// A failed publish (connection gone) needs no handling: the

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -241,5 +242,61 @@ func TestBeatsOnlyOnSlowCalls(t *testing.T) {
 	// 3 windows beat about 8 times; quick calls would add up to 50.
 	if n := beats.Load(); n < 4 || n > 11 {
 		t.Errorf("%d beats: want about 8, from the slow call alone", n)
+	}
+}
+
+// TestReconnectEndsBeats: the replica handling a request loses its NATS
+// server and reconnects to another while the handler runs. Its answer
+// would be refused there (the permission to answer lives in the old
+// server's connection), so it stops beating: the caller counts the
+// request lost within the window instead of waiting for the handler.
+func TestReconnectEndsBeats(t *testing.T) {
+	c := newCluster(t)
+	proxy := servicetest.NewProxy(t, strings.TrimPrefix(c.url, "nats://"))
+	// The replica reaches the server through the proxy first, then directly.
+	nc, err := nats.Connect(proxy.URL()+","+c.url, nats.DontRandomize(), nats.MaxReconnects(-1), nats.ReconnectWait(10*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	s, err := wire.NewService(nc, wire.ServiceOptions{Name: "live", Version: "0.1.0", Log: servicetest.Logger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	t.Cleanup(c.stop)
+	started := make(chan struct{})
+	if err := wire.Serve(s, whoWrite, func(ctx context.Context, _ *whoReq) (*whoResp, error) {
+		close(started)
+		select {
+		case <-c.release:
+		case <-ctx.Done():
+		}
+		return &whoResp{Replica: "a"}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	window := 500 * time.Millisecond
+	client := wire.NewClient(wire.ClientOptions{Conn: servicetest.Conn(t, c.url), Liveness: window})
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, err := whoWrite.Call(ctx, client, &whoReq{})
+		done <- err
+	}()
+	<-started
+	cut := time.Now()
+	proxy.Kill()
+	select {
+	case err := <-done:
+		if !wire.IsLost(err) {
+			t.Fatalf("err = %v, want unavailable, responder lost", err)
+		}
+		if took := time.Since(cut); took > 3*time.Second {
+			t.Errorf("the caller learned after %s, want about the window %s", took, window)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the caller still waits 10 s after its replica reconnected: the beats went on")
 	}
 }

@@ -15,6 +15,9 @@ import (
 	"text/template"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/mirobody/mirobody-go/agent-svc/internal/jsrepl"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/llm"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
@@ -53,7 +56,11 @@ type Options struct {
 	// tools (registry-svc/design.md "Tool visibility"): when Allowed is set
 	// only those, and Disallowed always wins.
 	Allowed, Disallowed []string
-	Log                 *slog.Logger
+	// Tracer records each tool call as a span (a child of the turn's span,
+	// of task's for a subagent's calls, of js_eval's for the calls its code
+	// makes); nil records none.
+	Tracer trace.Tracer
+	Log    *slog.Logger
 }
 
 // Agent runs Deep turns; it implements turn.Agent.
@@ -75,6 +82,9 @@ func New(opts Options) *Agent {
 	}
 	if opts.StreamRetries <= 0 {
 		opts.StreamRetries = 2
+	}
+	if opts.Tracer == nil {
+		opts.Tracer = noop.NewTracerProvider().Tracer("")
 	}
 	return &Agent{opts: opts, log: opts.Log}
 }
@@ -243,7 +253,12 @@ func (r *run) fail(ctx context.Context, err error) string {
 	return finish
 }
 
-func (r *run) callTool(ctx context.Context, tc llm.ToolCall) result {
+// callTool runs one tool call of the model, or (tc.ID empty) of js_eval,
+// as an execute_tool span: ctx then carries it, so that the calls js_eval
+// makes, a subagent's steps and the registry's spans are its children.
+func (r *run) callTool(ctx context.Context, tc llm.ToolCall) (res result) {
+	ctx, span := r.a.opts.Tracer.Start(ctx, "execute_tool "+tc.Name)
+	defer func() { endToolSpan(span, tc, r.byName[tc.Name], res) }()
 	t, ok := r.byName[tc.Name]
 	if !ok {
 		return errResult("not_found", fmt.Sprintf("tool %q is not available", tc.Name))
@@ -252,7 +267,7 @@ func (r *run) callTool(ctx context.Context, tc llm.ToolCall) result {
 		return errResult("invalid_argument", fmt.Sprintf("the arguments of %s are not valid JSON", tc.Name))
 	}
 	start := time.Now()
-	res := t.run(ctx, r, tc.Args)
+	res = t.run(ctx, r, tc.Args)
 	r.a.log.Debug("tool ran", "tool", tc.Name, "duration_ms", time.Since(start).Milliseconds(), "is_error", res.isError)
 	if !t.noEvict && len(res.content) > r.a.opts.EvictChars {
 		res = r.evict(ctx, tc, res)

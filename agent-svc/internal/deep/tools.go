@@ -27,6 +27,8 @@ type tool struct {
 	noEvict bool
 	// inREPL makes the tool callable from js_eval.
 	inREPL bool
+	// remote marks a registry tool (run by registry-svc, not by the agent).
+	remote bool
 }
 
 // result is a tool's answer.
@@ -115,7 +117,7 @@ func registryTool(rt registry.Tool) *tool {
 	if rt.TakesUserInfo {
 		in = withoutUserInfo(in)
 	}
-	return &tool{def: llm.Tool{Name: rt.Name, Description: rt.Description, InputSchema: in}, inREPL: true,
+	return &tool{def: llm.Tool{Name: rt.Name, Description: rt.Description, InputSchema: in}, inREPL: true, remote: true,
 		run: func(ctx context.Context, r *run, args json.RawMessage) result {
 			resp, err := r.callRegistry(ctx, rt.Name, args)
 			if err != nil {

@@ -102,7 +102,7 @@ func (p *Anthropic) stream(ctx context.Context, req *Request, onDelta func(Delta
 	case "max_tokens":
 		stop = "length"
 	}
-	return &Response{Message: msg, StopReason: stop, Usage: Usage{
+	return &Response{Message: msg, StopReason: stop, Model: string(acc.Model), Usage: Usage{
 		InputTokens: acc.Usage.InputTokens, OutputTokens: acc.Usage.OutputTokens,
 		CacheReadTokens: acc.Usage.CacheReadInputTokens, CacheWriteTokens: acc.Usage.CacheCreationInputTokens,
 	}}, nil
@@ -168,13 +168,17 @@ func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
 		}
 	}
 	for _, t := range req.Tools {
-		var schema map[string]any
-		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+		schema, err := rawSchema(t.InputSchema)
+		if err != nil {
 			return p, fmt.Errorf("building request: schema of tool %s: %w", t.Name, err)
 		}
-		in := anthropic.ToolInputSchemaParam{Properties: schema["properties"], ExtraFields: map[string]any{}}
-		if req, ok := schema["required"].([]any); ok {
-			for _, r := range req {
+		in := anthropic.ToolInputSchemaParam{ExtraFields: map[string]any{}}
+		if props, ok := schema["properties"]; ok {
+			in.Properties = props
+		}
+		var required []any
+		if raw, ok := schema["required"].(json.RawMessage); ok && json.Unmarshal(raw, &required) == nil {
+			for _, r := range required {
 				if s, ok := r.(string); ok {
 					in.Required = append(in.Required, s)
 				}

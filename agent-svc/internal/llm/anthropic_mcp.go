@@ -51,7 +51,7 @@ func (p *Anthropic) streamMCP(ctx context.Context, req *MCPRequest, onEvent func
 			stop = "length"
 		}
 		answer := tr.answer()
-		return &MCPResponse{Messages: tr.finish(), Answer: answer, Usage: usage, StopReason: stop}, nil
+		return &MCPResponse{Messages: tr.finish(), Answer: answer, Usage: usage, StopReason: stop, Model: string(acc.Model)}, nil
 	}
 }
 

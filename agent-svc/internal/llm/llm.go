@@ -84,6 +84,10 @@ type Response struct {
 	// StopReason is the provider's reason, normalised to stop, tool_calls,
 	// length or the provider's own word.
 	StopReason string
+	// Model is the model that answered as the provider names it (it may
+	// differ from the requested one: an alias resolved to a version);
+	// empty when the provider did not say.
+	Model string
 }
 
 // Provider streams one model call. onDelta is called in order, from the
@@ -177,4 +181,20 @@ func kindOfStatus(status int) string {
 		return "bad_request"
 	}
 	return "unavailable"
+}
+
+// rawSchema splits a tool's JSON Schema into its top-level members, each
+// kept as raw JSON. The SDKs copy raw JSON as it is, while a fully decoded
+// schema (maps of maps) was decoded and re-encoded by reflection for every
+// tool on every model step: most of the loop's own cost per step.
+func rawSchema(schema json.RawMessage) (map[string]any, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(schema, &members); err != nil {
+		return nil, err
+	}
+	out := make(map[string]any, len(members))
+	for k, v := range members {
+		out[k] = v
+	}
+	return out, nil
 }

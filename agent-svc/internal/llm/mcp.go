@@ -61,6 +61,8 @@ type MCPResponse struct {
 	Usage    Usage
 	// StopReason is stop, length or the provider's own word.
 	StopReason string
+	// Model is the model that answered, as Response.Model.
+	Model string
 }
 
 // MCPProvider runs a whole turn with the tool loop on the provider's side

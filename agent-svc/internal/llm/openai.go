@@ -107,12 +107,12 @@ func (p *OpenAI) stream(ctx context.Context, req *Request, onDelta func(Delta)) 
 	}
 	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
 	defer stream.Close()
-	var acc openai.ChatCompletionAccumulator
+	var acc chatAccumulator
 	var reasoning []byte
 	delivered := false
 	for stream.Next() {
 		chunk := stream.Current()
-		acc.AddChunk(chunk)
+		acc.add(&chunk)
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {
 				continue
@@ -138,26 +138,29 @@ func (p *OpenAI) stream(ctx context.Context, req *Request, onDelta func(Delta)) 
 	if err := stream.Err(); err != nil {
 		return nil, openaiError(err, delivered)
 	}
-	if len(acc.Choices) == 0 {
+	if !acc.saw {
 		return nil, &Error{Kind: "stream_broken", Partial: delivered, Err: errors.New("the stream ended without a choice")}
 	}
-	choice := acc.Choices[0]
-	msg := Message{Role: RoleAssistant, Content: choice.Message.Content, Reasoning: string(reasoning)}
-	for _, tc := range choice.Message.ToolCalls {
-		args := json.RawMessage(tc.Function.Arguments)
+	msg := Message{Role: RoleAssistant, Content: acc.content.String(), Reasoning: string(reasoning)}
+	for i := range acc.toolCalls {
+		tc := &acc.toolCalls[i]
+		if tc.id == "" && tc.name.Len() == 0 && tc.arguments.Len() == 0 {
+			continue // an index the stream skipped
+		}
+		args := json.RawMessage(tc.arguments.String())
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Args: args})
+		msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: tc.id, Name: tc.name.String(), Args: args})
 	}
-	stop := choice.FinishReason
+	stop := acc.finish
 	if stop == "" {
 		// A stream that ends without finish_reason was cut short.
 		return nil, &Error{Kind: "stream_broken", Partial: delivered, Err: errors.New("the stream ended before finish_reason")}
 	}
-	return &Response{Message: msg, StopReason: stop, Usage: Usage{
-		InputTokens: acc.Usage.PromptTokens, OutputTokens: acc.Usage.CompletionTokens,
-		CacheReadTokens: acc.Usage.PromptTokensDetails.CachedTokens,
+	return &Response{Message: msg, StopReason: stop, Model: acc.model, Usage: Usage{
+		InputTokens: acc.usage.PromptTokens, OutputTokens: acc.usage.CompletionTokens,
+		CacheReadTokens: acc.usage.PromptTokensDetails.CachedTokens,
 	}}, nil
 }
 
@@ -209,11 +212,11 @@ func openaiParams(req *Request) (openai.ChatCompletionNewParams, error) {
 		}
 	}
 	for _, t := range req.Tools {
-		var schema shared.FunctionParameters
-		if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+		schema, err := rawSchema(t.InputSchema)
+		if err != nil {
 			return p, fmt.Errorf("building request: schema of tool %s: %w", t.Name, err)
 		}
-		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
+		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
 		if t.Description != "" {
 			fd.Description = openai.String(t.Description)
 		}

@@ -117,7 +117,7 @@ func (p *OpenAIResponses) streamMCP(ctx context.Context, req *MCPRequest, onEven
 		}
 	}
 	answer := tr.answer()
-	return &MCPResponse{Messages: tr.finish(), Answer: answer, StopReason: stop, Usage: Usage{
+	return &MCPResponse{Messages: tr.finish(), Answer: answer, StopReason: stop, Model: string(final.Model), Usage: Usage{
 		InputTokens: final.Usage.InputTokens, OutputTokens: final.Usage.OutputTokens, CacheReadTokens: final.Usage.InputTokensDetails.CachedTokens,
 	}}, nil
 }

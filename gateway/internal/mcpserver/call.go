@@ -36,6 +36,11 @@ type callParams struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 	Meta      json.RawMessage `json:"_meta"`
+	// InputResponses and RequestState carry a modern client's answers to
+	// a tool's questions; modernInputs checks their types, so that a wrong
+	// one is not reported as a missing tool name.
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   json.RawMessage `json:"requestState"`
 }
 
 // callTool serves a single tools/call. The reply is plain JSON unless the
@@ -45,6 +50,9 @@ type callParams struct {
 // event stream at the first of them, and the result is its last event.
 // Deciding late keeps the 401 of an anonymous call a real HTTP 401.
 func (m *Server) callTool(w http.ResponseWriter, q *request, msg *rpcMessage) {
+	if m.callAsTask(w, q, msg) {
+		return
+	}
 	var out *replyStream
 	if q.sse {
 		out = &replyStream{w: w}
@@ -99,8 +107,8 @@ func (s *replyStream) finish(id json.RawMessage, res any, e *rpcError) bool {
 }
 
 // progressToken returns params._meta.progressToken, or nil.
-func progressToken(params json.RawMessage) any {
-	raw, ok := metaOf(params)["progressToken"]
+func progressToken(meta map[string]json.RawMessage) any {
+	raw, ok := meta["progressToken"]
 	if !ok {
 		return nil
 	}
@@ -113,38 +121,65 @@ func progressToken(params json.RawMessage) any {
 	return v
 }
 
-// call runs the tool through the registry. When out is set (the client
-// reads an event stream), the tool's progress and log records go there, and
-// in the legacy era its questions too (askClient): the tool then runs again
-// with the answers, up to maxInputRounds times. In the modern era its
-// questions end the call as an InputRequiredResult. Each run has the tool's
-// deadline (TOOL_TIMEOUT_S or its TOOL_TIMEOUTS entry) plus the registry's
-// reply margin: the registry answers a call past its deadline with a "timed
-// out" result itself. A caller that goes away (legacy disconnect, modern
-// stream close), or a registry that does not answer in time, cancels the
-// call.
+// call runs the tool of a tools/call through the registry (run), with what
+// the request tells of its client: its progress token, the log level it
+// wants, and what it can answer when the tool asks. Progress and log
+// records go to out, when set (the client reads an event stream).
 func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, out *replyStream) (any, *rpcError) {
-	var p callParams
-	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
+	p := &msg.call
+	if msg.callErr != nil || p.Name == "" {
 		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: tools/call needs a tool name")
 	}
+	cio := callIO{out: out, token: progressToken(msg.meta), caps: clientCapabilities(q, msg.meta)}
+	if out != nil {
+		cio.level = m.logLevel(q, msg.meta)
+	}
+	return m.run(ctx, q, p, callID(q, msg.ID), cio)
+}
+
+// callIO is what a call reaches of its client besides the result. A task's
+// call has background set and nothing else: no stream, and nobody there to
+// answer a tool's question (design.md "Tasks").
+type callIO struct {
+	// out is the reply's event stream, nil when the reply is plain JSON.
+	out *replyStream
+	// token is the client's progress token, nil when none.
+	token any
+	// level is the lowest log level the client wants, "" for none.
+	level string
+	// caps are what the client can answer (registry.CallRequest's
+	// ClientCapabilities).
+	caps []string
+	// background is set for a call running as a task: a capability the
+	// tool lacks is its own error result, not a -32021 to the client,
+	// which may well have declared it.
+	background bool
+}
+
+// run calls the tool of p as id (the call id a cancellation names). When
+// cio.out is set, the tool's progress and log records go there, and in the
+// legacy era its questions too (askClient): the tool then runs again with
+// the answers, up to maxInputRounds times. In the modern era its questions
+// end the call as an InputRequiredResult. Each run has the tool's deadline
+// (TOOL_TIMEOUT_S or its TOOL_TIMEOUTS entry) plus the registry's reply
+// margin: the registry answers a call past its deadline with a "timed out"
+// result itself. A caller that goes away (legacy disconnect, modern stream
+// close), or a registry that does not answer in time, cancels the call.
+func (m *Server) run(ctx context.Context, q *request, p *callParams, id string, cio callIO) (any, *rpcError) {
 	args, err := registry.Arguments(p.Name, p.Arguments)
 	if err != nil {
 		return m.argumentError(ctx, q, err)
 	}
-	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: callID(q, msg.ID), Meta: p.Meta,
-		ClientCapabilities: clientCapabilities(q, msg)}
+	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: id, Meta: p.Meta,
+		ClientCapabilities: cio.caps, LogLevel: cio.level}
 	if q.modern {
-		inputs, replay, e := m.modernInputs(q, p.Name, msg.Params)
+		inputs, replay, e := m.modernInputs(q, p)
 		if e != nil {
 			return nil, e
 		}
 		req.InputResponses, req.Replay = inputs, replay
 	}
-	token := progressToken(msg.Params)
-	if out != nil {
-		req.LogLevel = m.logLevel(q, msg)
-	}
+	out, token := cio.out, cio.token
 	if out != nil && (token != nil || req.LogLevel != "") {
 		req.ProgressSubject = wire.NewStream()
 		stop, err := m.relayProgress(req.ProgressSubject, func(ev registry.ProgressEvent) {
@@ -164,12 +199,12 @@ func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, out *rep
 		}
 	}
 	for round := 1; ; round++ {
-		resp, err := m.run(ctx, q, req)
+		resp, err := m.runOnce(ctx, q, req)
 		if err != nil {
 			return m.argumentError(ctx, q, err)
 		}
 		switch {
-		case resp.MissingCapability != "" && q.modern:
+		case resp.MissingCapability != "" && q.modern && !cio.background:
 			return nil, missingCapability(resp.MissingCapability)
 		case len(resp.InputRequests) == 0:
 			return m.result(q, resp), nil
@@ -198,8 +233,8 @@ func (m *Server) call(ctx context.Context, q *request, msg *rpcMessage, out *rep
 	}
 }
 
-// run is one run of the call in the registry.
-func (m *Server) run(ctx context.Context, q *request, req *registry.CallRequest) (*registry.CallResponse, error) {
+// runOnce is one run of the call in the registry.
+func (m *Server) runOnce(ctx context.Context, q *request, req *registry.CallRequest) (*registry.CallResponse, error) {
 	callCtx, cancel := context.WithTimeout(ctx, registry.CallTimeout(m.ToolTimeout(req.Name)))
 	defer cancel()
 	resp, err := m.registry.Call(callCtx, req)

@@ -3,8 +3,15 @@ package mcpserver
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mirobody/mirobody-go/services/registry"
 )
 
 // listETag is the HTTP entity tag of a tools/list answer. The registry's
@@ -44,12 +51,15 @@ func noneMatchHits(header, etag string) bool {
 // listToolsHTTP answers a single tools/list POST with an ETag, and with 304
 // Not Modified and no body when the client's If-None-Match names it: the
 // client reuses the result it holds (only the JSON-RPC id would differ).
+// A full answer is the caller's encoded result, reused while its ETag holds
+// (encodedLists).
 func (m *Server) listToolsHTTP(w http.ResponseWriter, q *request, msg *rpcMessage) {
-	res, etag, e := m.listTools(q.r.Context(), q, msg)
+	resp, e := m.listRegistry(q.r.Context(), q, msg)
 	if e != nil {
 		writeRPCError(w, msg.ID, e)
 		return
 	}
+	etag := listETag(resp.ETag, q)
 	if etag != "" {
 		w.Header().Set("ETag", etag)
 		// Per account: no shared cache may keep it.
@@ -59,5 +69,90 @@ func (m *Server) listToolsHTTP(w http.ResponseWriter, q *request, msg *rpcMessag
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, rpcResponse{JSONRPC: "2.0", ID: msg.ID, Result: res})
+	result, err := m.lists.get(q, etag, resp)
+	if err != nil {
+		m.Log.ErrorContext(q.r.Context(), "encoding the tool list failed", "err", err)
+		writeRPCError(w, msg.ID, newRPCError(http.StatusInternalServerError, jsonrpc.CodeInternalError, "internal error"))
+		return
+	}
+	// The id is a validated JSON string or integer and result is encoded
+	// JSON: splicing them skips json.Marshal's validation pass over
+	// hundreds of KB.
+	out := make([]byte, 0, len(result)+len(msg.ID)+40)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, msg.ID...)
+	out = append(out, `,"result":`...)
+	out = append(out, result...)
+	out = append(out, '}')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+}
+
+// maxEncodedLists bounds the encoded answers kept; when full the cache
+// starts over, which costs one encoding per caller.
+const maxEncodedLists = 4096
+
+// encodedLists keeps, per caller (account, agent, era), the last tools/list
+// result it was sent, encoded, under its ETag. Encoding a thousand tools
+// (hundreds of KB) was most of an unchanged list's time and garbage; the
+// ETag names everything the result depends on (the registry's answer,
+// external servers included, and the caller), so an entry is reused only
+// while its ETag is the caller's current one. A change event changes the
+// registry's revision or the caller's ETag: a new revision empties the
+// cache, a new ETag replaces the caller's entry.
+type encodedLists struct {
+	mu       sync.Mutex
+	revision string
+	byCaller map[listCaller]encodedList
+}
+
+// listCaller is what a tools/list result depends on besides the registry.
+type listCaller struct {
+	account, agent string
+	modern, anon   bool
+}
+
+// encodedList is one encoded tools/list result and its ETag.
+type encodedList struct {
+	etag string
+	body []byte
+}
+
+// get returns q's tools/list result for the registry answer resp, whose
+// HTTP ETag is etag, encoded. Without an ETag it is encoded every time.
+func (c *encodedLists) get(q *request, etag string, resp *registry.ListResponse) ([]byte, error) {
+	if etag == "" {
+		return encodeList(q, resp)
+	}
+	cl := q.caller()
+	key := listCaller{account: cl.AccountID, agent: string(cl.Agent), modern: q.modern, anon: q.principal == nil}
+	c.mu.Lock()
+	if c.revision != resp.Revision || len(c.byCaller) >= maxEncodedLists {
+		c.revision, c.byCaller = resp.Revision, map[listCaller]encodedList{}
+	}
+	hit, ok := c.byCaller[key]
+	c.mu.Unlock()
+	if ok && hit.etag == etag {
+		return hit.body, nil
+	}
+	body, err := encodeList(q, resp)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.revision == resp.Revision {
+		c.byCaller[key] = encodedList{etag: etag, body: body}
+	}
+	c.mu.Unlock()
+	return body, nil
+}
+
+// encodeList encodes q's tools/list result.
+func encodeList(q *request, resp *registry.ListResponse) ([]byte, error) {
+	b, err := json.Marshal(listResultOf(q, resp))
+	if err != nil {
+		return nil, fmt.Errorf("encoding the tool list: %w", err)
+	}
+	return b, nil
 }

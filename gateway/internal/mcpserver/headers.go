@@ -89,6 +89,10 @@ func collectBindings(props map[string]headerSchema, prefix []string) []paramBind
 // is mirrored, equal, in its Mcp-Param header, and that no header stands
 // for an absent argument.
 func checkParamHeaders(h http.Header, args json.RawMessage, bindings []paramBinding) error {
+	if len(bindings) == 0 {
+		// Most tools bind nothing: decoding the arguments would be wasted.
+		return nil
+	}
 	var obj map[string]json.RawMessage
 	_ = json.Unmarshal(args, &obj)
 	for _, b := range bindings {

@@ -63,9 +63,9 @@ func capabilityNames(raw json.RawMessage) []string {
 // the modern era declares it on every request, the legacy era in
 // initialize (kept in the session), and there only a client reading the
 // call's SSE stream can be asked.
-func clientCapabilities(q *request, msg *rpcMessage) []string {
+func clientCapabilities(q *request, meta map[string]json.RawMessage) []string {
 	if q.modern {
-		return capabilityNames(metaOf(msg.Params)[mcp.MetaKeyClientCapabilities])
+		return capabilityNames(meta[mcp.MetaKeyClientCapabilities])
 	}
 	if q.session == nil || !q.sse {
 		return nil
@@ -121,20 +121,19 @@ func (s *sealer) openState(raw, account, tool string) (*inputState, error) {
 // modernInputs returns the answers a modern tools/call carries (those of
 // its sealed requestState plus its inputResponses, each an object) and
 // the requests its state went out with.
-func (m *Server) modernInputs(q *request, tool string, params json.RawMessage) (map[string]json.RawMessage, []string, *rpcError) {
-	var p struct {
-		InputResponses json.RawMessage `json:"inputResponses"`
-		RequestState   *string         `json:"requestState"`
-	}
-	_ = json.Unmarshal(params, &p)
+func (m *Server) modernInputs(q *request, p *callParams) (map[string]json.RawMessage, []string, *rpcError) {
 	answers := map[string]json.RawMessage{}
 	var pending []string
-	if p.RequestState != nil {
+	if len(p.RequestState) > 0 && !bytes.Equal(p.RequestState, []byte("null")) {
 		account := ""
 		if q.principal != nil {
 			account = q.principal.AccountID
 		}
-		st, err := m.sealer.openState(*p.RequestState, account, tool)
+		var state string
+		if json.Unmarshal(p.RequestState, &state) != nil {
+			return nil, nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: requestState must be a string")
+		}
+		st, err := m.sealer.openState(state, account, p.Name)
 		if err != nil {
 			return nil, nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: requestState does not verify")
 		}

@@ -3,7 +3,9 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,8 +23,8 @@ const (
 var nullID = json.RawMessage("null")
 
 // rpcMessage is one incoming JSON-RPC message. A nil ID is a notification;
-// a message with a result or error and no method is a response to the
-// server, which /mcp never asks anything, so it is accepted and dropped.
+// a message with a result or error and no method is a response to a
+// server-to-client request of a legacy call (routeResponse).
 type rpcMessage struct {
 	ID       json.RawMessage
 	Method   string
@@ -30,6 +32,13 @@ type rpcMessage struct {
 	Response bool
 	// Body is the whole message of a Response.
 	Body json.RawMessage
+	// call is Params decoded once (parseMessage) for every step that reads
+	// it: era, checkModern, checkParams, progressToken and call. callErr is
+	// the decoding error, if any; meta is call.Meta as a map, nil when
+	// absent or not an object.
+	call    callParams
+	callErr error
+	meta    map[string]json.RawMessage
 }
 
 // notification reports whether m expects no reply.
@@ -81,12 +90,16 @@ func (e *rpcError) withData(data any) *rpcError {
 // non-empty array is an invalid request.
 func splitBody(body []byte) (msgs []json.RawMessage, batch bool, rerr *rpcError) {
 	body = bytes.TrimSpace(body)
+	// A single message is validated by parseMessage's one decode (a syntax
+	// error there is a parse error too): scanning it here first would read
+	// every tools/call twice.
+	if len(body) > 0 && body[0] == '{' {
+		return []json.RawMessage{body}, false, nil
+	}
 	if !json.Valid(body) {
-		return nil, false, newRPCError(400, jsonrpc.CodeParseError, "parse error: the body is not valid JSON")
+		return nil, false, errParse()
 	}
 	switch body[0] {
-	case '{':
-		return []json.RawMessage{body}, false, nil
 	case '[':
 		if err := json.Unmarshal(body, &msgs); err != nil || len(msgs) == 0 {
 			return nil, true, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: an empty batch")
@@ -94,6 +107,11 @@ func splitBody(body []byte) (msgs []json.RawMessage, batch bool, rerr *rpcError)
 		return msgs, true, nil
 	}
 	return nil, false, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: the body must be a JSON-RPC object")
+}
+
+// errParse is the answer to a body that is not JSON.
+func errParse() *rpcError {
+	return newRPCError(400, jsonrpc.CodeParseError, "parse error: the body is not valid JSON")
 }
 
 // parseMessage validates one JSON-RPC message. On failure it returns the id
@@ -112,6 +130,9 @@ func parseMessage(raw json.RawMessage) (*rpcMessage, json.RawMessage, *rpcError)
 		return nil, nullID, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: a JSON-RPC message must be an object")
 	}
 	if err := json.Unmarshal(raw, &m); err != nil {
+		if _, ok := errors.AsType[*json.SyntaxError](err); ok {
+			return nil, nullID, errParse()
+		}
 		return nil, nullID, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: %v", err)
 	}
 	id := m.ID
@@ -141,43 +162,37 @@ func parseMessage(raw json.RawMessage) (*rpcMessage, json.RawMessage, *rpcError)
 	if bytes.Equal(p, []byte("null")) {
 		p = nil
 	}
-	return &rpcMessage{ID: id, Method: *m.Method, Params: p}, nil, nil
+	msg := &rpcMessage{ID: id, Method: *m.Method, Params: p}
+	if len(p) > 0 {
+		// encoding/json keeps decoding past a field of the wrong type, so
+		// _meta is read even when name is not a string, as each step's
+		// own decode used to.
+		msg.callErr = json.Unmarshal(p, &msg.call)
+		msg.meta = metaMap(msg.call.Meta)
+	}
+	return msg, nil, nil
 }
 
-// validID reports whether raw is a JSON string or integer (MCP forbids null
-// ids and JSON-RPC discourages fractions).
+// validID reports whether raw, a JSON value, is a string or an integer
+// (MCP forbids null ids and JSON-RPC discourages fractions).
 func validID(raw json.RawMessage) bool {
-	var v any
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
-	if err := d.Decode(&v); err != nil {
-		return false
-	}
-	switch v := v.(type) {
-	case string:
+	if len(raw) > 0 && raw[0] == '"' {
 		return true
-	case json.Number:
-		_, err := v.Int64()
-		return err == nil
 	}
-	return false
+	_, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil
 }
 
-// requestMeta is the part of params every method may carry.
-type requestMeta struct {
-	Meta map[string]json.RawMessage `json:"_meta"`
-}
-
-// metaOf returns params._meta, nil when absent or malformed.
-func metaOf(params json.RawMessage) map[string]json.RawMessage {
-	if len(params) == 0 {
+// metaMap returns a _meta value as a map, nil when absent or not an object.
+func metaMap(raw json.RawMessage) map[string]json.RawMessage {
+	if len(raw) == 0 {
 		return nil
 	}
-	var p requestMeta
-	if err := json.Unmarshal(params, &p); err != nil {
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(raw, &meta) != nil {
 		return nil
 	}
-	return p.Meta
+	return meta
 }
 
 // metaString returns the string at key in meta, or "".

@@ -97,9 +97,9 @@ func (m *Server) setLevel(q *request, msg *rpcMessage) (any, *rpcError) {
 // logLevel is the lowest level of log records the request wants from its
 // tool: the modern era names it per request in _meta, the legacy era per
 // session (logging/setLevel). "" means none.
-func (m *Server) logLevel(q *request, msg *rpcMessage) string {
+func (m *Server) logLevel(q *request, meta map[string]json.RawMessage) string {
 	if q.modern {
-		if l := metaString(metaOf(msg.Params), mcp.MetaKeyLogLevel); slices.Contains(logLevelNames, l) {
+		if l := metaString(meta, mcp.MetaKeyLogLevel); slices.Contains(logLevelNames, l) {
 			return l
 		}
 		return ""

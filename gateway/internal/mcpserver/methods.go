@@ -21,14 +21,15 @@ const (
 	discoverTTLMs = 300_000
 )
 
-// capabilities is what /mcp advertises: tools with list_changed, resources
-// (skills, the caller's files) without subscriptions, and skills as prompts,
-// and completions for both; every other feature answers -32601
-// (gateway/design.md "Capabilities", design.md "Capabilities").
+// capabilities is what /mcp advertises: tools, resources (skills, the
+// caller's files, the tool folders') and prompts (skills, the tool
+// folders'), each with list_changed, resource subscriptions, completions,
+// and logging; every other feature answers -32601 (gateway/design.md
+// "Capabilities").
 func capabilities() *mcp.ServerCapabilities {
 	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
-		Resources: &mcp.ResourceCapabilities{}, Prompts: &mcp.PromptCapabilities{}, Completions: &mcp.CompletionCapabilities{},
-		Logging: &mcp.LoggingCapabilities{}}
+		Resources: &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true},
+		Completions: &mcp.CompletionCapabilities{}, Logging: &mcp.LoggingCapabilities{}}
 }
 
 // serverInfo names the gateway to clients.
@@ -47,17 +48,17 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 	case msg.Method == "server/discover":
 		return m.discover(q), nil
 	case msg.Method == "tools/list":
-		res, _, e := m.listTools(ctx, q, msg)
-		if e != nil {
-			return nil, e
-		}
-		return res, nil
+		return m.listTools(ctx, q, msg)
 	case msg.Method == "resources/list":
 		return m.listResources(ctx, q, msg)
 	case msg.Method == "resources/templates/list":
-		return m.listTemplates(q, msg)
+		return m.listTemplates(ctx, q, msg)
 	case msg.Method == "resources/read":
 		return m.readResource(ctx, q, msg)
+	case msg.Method == "resources/subscribe" && !q.modern:
+		return m.subscribe(ctx, q, msg, true)
+	case msg.Method == "resources/unsubscribe" && !q.modern:
+		return m.subscribe(ctx, q, msg, false)
 	case msg.Method == "prompts/list":
 		return m.listPrompts(ctx, q, msg)
 	case msg.Method == "prompts/get":
@@ -66,6 +67,8 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 		return m.complete(ctx, q, msg)
 	case msg.Method == "logging/setLevel" && !q.modern:
 		return m.setLevel(q, msg)
+	case q.modern && (msg.Method == "tasks/get" || msg.Method == "tasks/update" || msg.Method == "tasks/cancel"):
+		return m.taskMethod(ctx, q, msg)
 	}
 	status := http.StatusOK
 	if q.modern {
@@ -113,6 +116,8 @@ func (m *Server) discover(q *request) any {
 		SupportedVersions: supportedVersions,
 		Capabilities:      capabilities(),
 	}
+	// Tasks are served in the modern era only (design.md "Tasks").
+	r.Capabilities.AddExtension(tasksExtension, nil)
 	r.ResultType = "complete"
 	return r
 }
@@ -126,6 +131,7 @@ type wireTool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Execution    json.RawMessage `json:"execution,omitempty"`
 	Meta         json.RawMessage `json:"_meta,omitempty"`
 }
 
@@ -139,32 +145,50 @@ type listResult struct {
 }
 
 // listTools returns the tools visible to the caller (gateway/design.md "Auth on
-// /mcp", registry-svc/design.md "Tool visibility") and the answer's HTTP ETag
-// (listETag).
-func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (*listResult, string, *rpcError) {
+// /mcp", registry-svc/design.md "Tool visibility").
+func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (*listResult, *rpcError) {
+	resp, e := m.listRegistry(ctx, q, msg)
+	if e != nil {
+		return nil, e
+	}
+	return listResultOf(q, resp), nil
+}
+
+// listRegistry checks a tools/list request and asks the registry for the
+// caller's tools. The answer is the registry client's shared copy: read-only.
+func (m *Server) listRegistry(ctx context.Context, q *request, msg *rpcMessage) (*registry.ListResponse, *rpcError) {
 	var p struct {
 		Cursor string `json:"cursor"`
 	}
 	if len(msg.Params) > 0 {
 		if err := json.Unmarshal(msg.Params, &p); err != nil {
-			return nil, "", newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: %v", err)
+			return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: %v", err)
 		}
 	}
 	if p.Cursor != "" {
-		return nil, "", newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: unknown cursor")
+		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: unknown cursor")
 	}
 	resp, err := m.registry.List(ctx, &registry.ListRequest{Caller: q.caller()})
 	if err != nil {
-		return nil, "", m.registryError(ctx, err)
+		return nil, m.registryError(ctx, err)
 	}
+	return resp, nil
+}
+
+// listResultOf renders the registry's answer as tools/list's result.
+func listResultOf(q *request, resp *registry.ListResponse) *listResult {
 	out := listResult{Tools: make([]wireTool, 0, len(resp.Tools))}
 	for _, t := range resp.Tools {
 		schema := t.InputSchema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
-		out.Tools = append(out.Tools, wireTool{Name: t.Name, Title: t.Title, Description: t.Description,
-			InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations, Meta: t.Meta})
+		wt := wireTool{Name: t.Name, Title: t.Title, Description: t.Description,
+			InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations, Meta: t.Meta}
+		if q.modern {
+			wt.Execution = t.Execution // task support: served in the modern era only
+		}
+		out.Tools = append(out.Tools, wt)
 	}
 	if q.modern {
 		ttl := listTTLMs
@@ -173,7 +197,7 @@ func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (*l
 			out.CacheScope = "private"
 		}
 	}
-	return &out, listETag(resp.ETag, q), nil
+	return &out
 }
 
 // registryError maps a registry failure through the one code table

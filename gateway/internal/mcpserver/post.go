@@ -125,7 +125,7 @@ func (m *Server) era(q *request, msg *rpcMessage) (json.RawMessage, *rpcError) {
 		if msg.ID != nil {
 			id = msg.ID
 		}
-		metaVersion = metaString(metaOf(msg.Params), mcp.MetaKeyProtocolVersion)
+		metaVersion = metaString(msg.meta, mcp.MetaKeyProtocolVersion)
 	}
 	hv := q.r.Header.Get(headerProtocolVersion)
 	switch {
@@ -170,7 +170,7 @@ func checkModern(r *http.Request, msg *rpcMessage) *rpcError {
 	if msg.notification() {
 		return nil
 	}
-	meta := metaOf(msg.Params)
+	meta := msg.meta
 	pv := metaString(meta, mcp.MetaKeyProtocolVersion)
 	if pv == "" {
 		return newRPCError(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: _meta %s is required", mcp.MetaKeyProtocolVersion)
@@ -186,13 +186,18 @@ func checkModern(r *http.Request, msg *rpcMessage) *rpcError {
 	if hm != msg.Method {
 		return newRPCError(http.StatusBadRequest, codeHeaderMismatch, "%s header %q does not match method %q", headerMethod, hm, msg.Method)
 	}
-	if msg.Method == "tools/call" {
+	switch msg.Method {
+	case "tools/call":
+		if hn := r.Header.Get(headerName); hn != msg.call.Name {
+			return newRPCError(http.StatusBadRequest, codeHeaderMismatch, "%s header %q does not match tool name %q", headerName, hn, msg.call.Name)
+		}
+	case "tasks/get", "tasks/update", "tasks/cancel": // SEP-2663 "Routing Headers"
 		var p struct {
-			Name string `json:"name"`
+			TaskID string `json:"taskId"`
 		}
 		_ = json.Unmarshal(msg.Params, &p)
-		if hn := r.Header.Get(headerName); hn != p.Name {
-			return newRPCError(http.StatusBadRequest, codeHeaderMismatch, "%s header %q does not match tool name %q", headerName, hn, p.Name)
+		if hn := r.Header.Get(headerName); hn != p.TaskID {
+			return newRPCError(http.StatusBadRequest, codeHeaderMismatch, "%s header %q does not match taskId %q", headerName, hn, p.TaskID)
 		}
 	}
 	return nil
@@ -245,8 +250,8 @@ func (m *Server) checkParams(q *request, msg *rpcMessage) *rpcError {
 	if msg.Method != "tools/call" {
 		return nil
 	}
-	var p callParams
-	if json.Unmarshal(msg.Params, &p) != nil || p.Name == "" {
+	p := &msg.call
+	if msg.callErr != nil || p.Name == "" {
 		return nil
 	}
 	b, err := m.params.bindings(q.r.Context(), m.registry, p.Name)

@@ -26,12 +26,15 @@ type promptList struct {
 
 // promptResult is prompts/get's result.
 type promptResult struct {
-	Description string               `json:"description,omitempty"`
-	Messages    []*mcp.PromptMessage `json:"messages"`
-	ResultType  string               `json:"resultType,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Messages are PromptMessages: the SDK's type for skills, the Python
+	// module's JSON for the tool folders' prompts.
+	Messages   []any  `json:"messages"`
+	ResultType string `json:"resultType,omitempty"`
 }
 
-// listPrompts lists every skill as a prompt (design.md "Prompts").
+// listPrompts lists every skill as a prompt, then the tool folders'
+// prompts whose names no skill has (design.md "Prompts").
 func (m *Server) listPrompts(ctx context.Context, q *request, msg *rpcMessage) (any, *rpcError) {
 	if e := noCursor(msg.Params); e != nil {
 		return nil, e
@@ -40,15 +43,36 @@ func (m *Server) listPrompts(ctx context.Context, q *request, msg *rpcMessage) (
 	if err != nil {
 		return nil, m.registryError(ctx, err)
 	}
+	folders, err := m.registry.ListPrompts(ctx, &registry.PromptListRequest{})
+	if err != nil {
+		return nil, m.registryError(ctx, err)
+	}
 	out := promptList{Prompts: []*mcp.Prompt{}, cacheFields: cache(q, false)}
+	skills := map[string]bool{}
 	for _, s := range resp.Skills {
-		out.Prompts = append(out.Prompts, &mcp.Prompt{Name: s.Name, Description: s.Description, Arguments: []*mcp.PromptArgument{taskArgument}})
+		skills[s.Name] = true
+		desc := s.Description
+		if desc == "" {
+			desc = "The skill " + s.Name
+		}
+		out.Prompts = append(out.Prompts, &mcp.Prompt{Name: s.Name, Description: desc, Arguments: []*mcp.PromptArgument{taskArgument}})
+	}
+	for _, p := range folders.Prompts {
+		if skills[p.Name] {
+			continue
+		}
+		args := make([]*mcp.PromptArgument, 0, len(p.Arguments))
+		for _, a := range p.Arguments {
+			args = append(args, &mcp.PromptArgument{Name: a.Name, Description: a.Description, Required: a.Required})
+		}
+		out.Prompts = append(out.Prompts, &mcp.Prompt{Name: p.Name, Title: p.Title, Description: p.Description, Arguments: args})
 	}
 	return out, nil
 }
 
 // getPrompt returns a skill's SKILL.md body (without its frontmatter) as
-// one user message, the task argument appended.
+// one user message, the task argument appended, or renders a tool
+// folder's prompt.
 func (m *Server) getPrompt(ctx context.Context, q *request, msg *rpcMessage) (any, *rpcError) {
 	var p struct {
 		Name      string            `json:"name"`
@@ -57,24 +81,44 @@ func (m *Server) getPrompt(ctx context.Context, q *request, msg *rpcMessage) (an
 	if err := json.Unmarshal(msg.Params, &p); err != nil || p.Name == "" {
 		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: prompts/get needs a prompt name and string arguments")
 	}
+	resp, err := m.registry.ReadSkill(ctx, &registry.SkillReadRequest{Name: p.Name, Path: "SKILL.md"})
+	if wire.IsCode(err, wire.NotFound) {
+		return m.getFolderPrompt(ctx, q, p.Name, p.Arguments)
+	}
+	if err != nil {
+		return nil, m.registryError(ctx, err)
+	}
 	for k := range p.Arguments {
 		if k != taskArgument.Name {
 			return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: unknown argument %q; accepted: task", k)
 		}
-	}
-	resp, err := m.registry.ReadSkill(ctx, &registry.SkillReadRequest{Name: p.Name, Path: "SKILL.md"})
-	if wire.IsCode(err, wire.NotFound) {
-		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "unknown prompt: %s", p.Name)
-	}
-	if err != nil {
-		return nil, m.registryError(ctx, err)
 	}
 	text := skillBody(resp.Text)
 	if task := strings.TrimSpace(p.Arguments[taskArgument.Name]); task != "" {
 		text += "\n\nTask: " + task
 	}
 	out := promptResult{Description: "The skill " + p.Name,
-		Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}
+		Messages: []any{&mcp.PromptMessage{Role: "user", Content: &mcp.TextContent{Text: text}}}}
+	if q.modern {
+		out.ResultType = "complete"
+	}
+	return out, nil
+}
+
+// getFolderPrompt renders a tool folder's prompt; its messages come as the
+// Python module made them (text, image, audio or embedded resource).
+func (m *Server) getFolderPrompt(ctx context.Context, q *request, name string, args map[string]string) (any, *rpcError) {
+	resp, err := m.registry.GetPrompt(ctx, &registry.PromptGetRequest{Name: name, Arguments: args})
+	switch {
+	case wire.IsCode(err, wire.NotFound):
+		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "unknown prompt: %s", name)
+	case err != nil:
+		return nil, m.registryError(ctx, err)
+	}
+	out := promptResult{Description: resp.Description, Messages: make([]any, 0, len(resp.Messages))}
+	for _, msg := range resp.Messages {
+		out.Messages = append(out.Messages, msg)
+	}
 	if q.modern {
 		out.ResultType = "complete"
 	}

@@ -52,10 +52,11 @@ type readResult struct {
 // contents is a resource's contents. Unlike the SDK's ResourceContents it
 // keeps an empty text: contents carry text or blob.
 type contents struct {
-	URI      string  `json:"uri"`
-	MIMEType string  `json:"mimeType,omitempty"`
-	Text     *string `json:"text,omitempty"`
-	Blob     []byte  `json:"blob,omitempty"`
+	URI      string   `json:"uri"`
+	MIMEType string   `json:"mimeType,omitempty"`
+	Text     *string  `json:"text,omitempty"`
+	Blob     []byte   `json:"blob,omitempty"`
+	Meta     mcp.Meta `json:"_meta,omitempty"`
 }
 
 // cacheFields are the modern era's result fields of a list (SEP-2549).
@@ -95,13 +96,18 @@ func noCursor(params json.RawMessage) *rpcError {
 	return nil
 }
 
-// listResources lists every skill file as a resource. User files are not
-// listed (there may be thousands): the template names them.
+// listResources lists every skill file and the tool folders' resources.
+// User files are not listed (there may be thousands): the template names
+// them.
 func (m *Server) listResources(ctx context.Context, q *request, msg *rpcMessage) (any, *rpcError) {
 	if e := noCursor(msg.Params); e != nil {
 		return nil, e
 	}
 	resp, err := m.registry.ListSkills(ctx, &registry.SkillListRequest{})
+	if err != nil {
+		return nil, m.registryError(ctx, err)
+	}
+	folders, err := m.registry.ListResources(ctx, &registry.ResourceListRequest{})
 	if err != nil {
 		return nil, m.registryError(ctx, err)
 	}
@@ -115,13 +121,22 @@ func (m *Server) listResources(ctx context.Context, q *request, msg *rpcMessage)
 			out.Resources = append(out.Resources, r)
 		}
 	}
+	for _, r := range folders.Resources {
+		out.Resources = append(out.Resources, &mcp.Resource{URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description,
+			MIMEType: r.MimeType, Size: r.Size, Meta: meta(r.Meta)})
+	}
 	return out, nil
 }
 
-// listTemplates offers the caller's own files; an anonymous caller has none.
-func (m *Server) listTemplates(q *request, msg *rpcMessage) (any, *rpcError) {
+// listTemplates offers the caller's own files (an anonymous caller has
+// none) and the tool folders' templates.
+func (m *Server) listTemplates(ctx context.Context, q *request, msg *rpcMessage) (any, *rpcError) {
 	if e := noCursor(msg.Params); e != nil {
 		return nil, e
+	}
+	folders, err := m.registry.ListResources(ctx, &registry.ResourceListRequest{})
+	if err != nil {
+		return nil, m.registryError(ctx, err)
 	}
 	out := templateList{ResourceTemplates: []*mcp.ResourceTemplate{}, cacheFields: cache(q, q.principal != nil)}
 	if q.principal != nil {
@@ -129,7 +144,20 @@ func (m *Server) listTemplates(q *request, msg *rpcMessage) (any, *rpcError) {
 			URITemplate: memoriesTemplate, Name: "memories", Title: "Your files",
 			Description: "A file of your account's /memories folder, by its path inside it."})
 	}
+	for _, t := range folders.Templates {
+		out.ResourceTemplates = append(out.ResourceTemplates, &mcp.ResourceTemplate{URITemplate: t.URITemplate, Name: t.Name,
+			Title: t.Title, Description: t.Description, MIMEType: t.MimeType, Meta: meta(t.Meta)})
+	}
 	return out, nil
+}
+
+// meta decodes a registry _meta object; anything else is dropped.
+func meta(raw json.RawMessage) mcp.Meta {
+	var out mcp.Meta
+	if len(raw) > 0 && json.Unmarshal(raw, &out) != nil {
+		return nil
+	}
+	return out
 }
 
 // readResource reads a skill file or one of the caller's files.
@@ -150,12 +178,29 @@ func (m *Server) readResource(ctx context.Context, q *request, msg *rpcMessage) 
 	case strings.HasPrefix(p.URI, memoriesPrefix):
 		c, e = m.readMemory(ctx, q, p.URI)
 	default:
-		e = notFound(p.URI)
+		return m.readFolders(ctx, q, p.URI)
 	}
 	if e != nil {
 		return nil, e
 	}
 	return readResult{Contents: []*contents{c}, cacheFields: cache(q, !strings.HasPrefix(p.URI, skillScheme))}, nil
+}
+
+// readFolders reads a resource of the tool folders through registry-svc;
+// they are the same for every caller, hence public.
+func (m *Server) readFolders(ctx context.Context, q *request, uri string) (any, *rpcError) {
+	resp, err := m.registry.ReadResource(ctx, &registry.ResourceReadRequest{URI: uri})
+	if wire.IsCode(err, wire.NotFound) {
+		return nil, notFound(uri)
+	}
+	if err != nil {
+		return nil, m.registryError(ctx, err)
+	}
+	out := readResult{Contents: make([]*contents, 0, len(resp.Contents)), cacheFields: cache(q, false)}
+	for _, c := range resp.Contents {
+		out.Contents = append(out.Contents, &contents{URI: c.URI, MIMEType: c.MimeType, Text: c.Text, Blob: c.Blob, Meta: meta(c.Meta)})
+	}
+	return out, nil
 }
 
 // readSkill reads skill://<skill>/<path> through registry-svc.

@@ -77,6 +77,8 @@ type Options struct {
 	Version        string
 	// Log is the component logger. Required.
 	Log *slog.Logger
+	// TaskTTL is how long a task and its result are kept (MCP_TASK_TTL_S).
+	TaskTTL time.Duration
 }
 
 // Server serves /mcp for both protocol eras. See design.md for why this
@@ -93,6 +95,8 @@ type Server struct {
 	levels    *logLevels
 	challenge string
 	params    *paramIndex
+	tasks     *taskRunner
+	lists     *encodedLists
 }
 
 // New returns the /mcp handler, subscribed to the events it serves.
@@ -134,7 +138,8 @@ func New(opts Options) (*Server, error) {
 	}
 	base := strings.TrimRight(opts.PublicURL, "/")
 	return &Server{Options: opts, registry: registry.NewClient(opts.Bus), files: files.NewFS(opts.Bus), sealer: seal, revoked: revoked, hub: h, levels: levels,
-		params:    &paramIndex{now: time.Now},
+		params: &paramIndex{now: time.Now}, lists: &encodedLists{},
+		tasks:     newTaskRunner(opts.Bus, opts.TaskTTL),
 		challenge: `Bearer resource_metadata="` + base + `/.well-known/oauth-protected-resource/mcp", scope="mcp"`}, nil
 }
 

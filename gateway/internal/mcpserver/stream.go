@@ -68,13 +68,46 @@ type hub struct {
 	subs      []*nats.Subscription
 	done      chan struct{}
 	closeOnce sync.Once
+	// subsOf are the legacy sessions' resource subscriptions (subscribe.go).
+	subsOf *subscriptions
 }
 
-// listener is one open stream's mailbox; ch holds at most one pending
-// change, since list_changed carries no detail worth queueing.
+// listener is one open stream's mailbox: the changes not yet sent, and ch,
+// which holds at most one wake-up, since a pending list_changed is never
+// worth sending twice.
 type listener struct {
 	account string
 	ch      chan struct{}
+	mu      sync.Mutex
+	pending changes
+}
+
+// changes are what a stream has to tell its client: which lists changed,
+// and the URIs whose contents changed (subscribe.go filters them by the
+// stream's subscriptions).
+type changes struct {
+	tools, resources, prompts bool
+	updated                   []string
+}
+
+// put records a change and wakes the stream.
+func (l *listener) put(f func(*changes)) {
+	l.mu.Lock()
+	f(&l.pending)
+	l.mu.Unlock()
+	select {
+	case l.ch <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the pending changes and clears them.
+func (l *listener) take() changes {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.pending
+	l.pending = changes{}
+	return c
 }
 
 // newHub subscribes to the change events on nc.
@@ -105,6 +138,10 @@ func newHub(nc *nats.Conn) (*hub, error) {
 		return nil, fmt.Errorf("subscribing to %s: %w", registry.AccountChanged.Subject, err)
 	}
 	h.subs = append(h.subs, sub)
+	if err := h.subscribeResources(nc); err != nil {
+		h.close()
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -122,17 +159,20 @@ func (h *hub) add(account string) (*listener, func()) {
 	}
 }
 
-// notify wakes the listeners of account, or all of them when account is "".
+// notify tells the listeners of account, or all of them when account is
+// "", that the tools changed.
 func (h *hub) notify(account string) {
+	h.each(account, func(c *changes) { c.tools = true })
+}
+
+// each records a change for the listeners of account, or all of them when
+// account is "".
+func (h *hub) each(account string, f func(*changes)) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for l := range h.listeners {
-		if account != "" && l.account != account {
-			continue
-		}
-		select {
-		case l.ch <- struct{}{}:
-		default:
+		if account == "" || l.account == account {
+			l.put(f)
 		}
 	}
 }
@@ -147,17 +187,8 @@ func (h *hub) close() {
 	})
 }
 
-// listChanged is the notification sent on change; meta tags it with the
-// subscription in the modern era.
-func listChanged(meta mcp.Meta) rpcNotification {
-	var params any
-	if meta != nil {
-		params = map[string]any{"_meta": meta}
-	}
-	return rpcNotification{JSONRPC: "2.0", Method: "notifications/tools/list_changed", Params: params}
-}
-
-// get serves the legacy GET stream, which carries list_changed.
+// get serves the legacy GET stream, which carries every list_changed and
+// the updates of the session's resource subscriptions.
 func (m *Server) get(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(headerProtocolVersion) == modernVersion {
 		w.Header().Set("Allow", "POST")
@@ -180,13 +211,16 @@ func (m *Server) get(w http.ResponseWriter, r *http.Request) {
 	if p != nil {
 		account = p.AccountID
 	}
+	o := optIn{tools: true, resources: true, prompts: true}
 	if sid := r.Header.Get(headerSessionID); sid != "" {
-		if s, err := m.sealer.open(sid, account); err != nil || m.revoked.Has(s.Nonce) {
+		s, err := m.sealer.open(sid, account)
+		if err != nil || m.revoked.Has(s.Nonce) {
 			writeRPCError(w, nullID, newRPCError(http.StatusNotFound, codeSessionNotFound, "session not found: initialize again"))
 			return
 		}
+		o.subscribed = func(changed string) []string { return m.hub.subsOf.matching(s.Nonce, changed) }
 	}
-	m.stream(w, r, p, streamHooks{change: func(sse *sseWriter) error { return sse.send(listChanged(nil)) }})
+	m.stream(w, r, p, streamHooks{change: func(sse *sseWriter, c changes) error { return sendChanges(sse, c, nil, o) }})
 }
 
 // listen serves the modern subscriptions/listen: an acknowledgement, then
@@ -197,19 +231,39 @@ func (m *Server) listen(w http.ResponseWriter, q *request, msg *rpcMessage) {
 		writeRPCError(w, msg.ID, newRPCError(http.StatusBadRequest, jsonrpc.CodeInvalidParams, "invalid params: notifications is required"))
 		return
 	}
-	meta := mcp.Meta{mcp.MetaKeySubscriptionID: msg.ID} // the raw id, unchanged
-	ack := mcp.NotificationSubscriptions{ToolsListChanged: p.Notifications.ToolsListChanged}
-	first := rpcNotification{JSONRPC: "2.0", Method: "notifications/subscriptions/acknowledged",
-		Params: &mcp.SubscriptionsAcknowledgedParams{Meta: meta, Notifications: ack}}
-	onChange := func(sse *sseWriter) error {
-		if !ack.ToolsListChanged {
-			return nil
-		}
-		return sse.send(listChanged(meta))
+	taskIDs, taskSends, stopTasks, e := m.listenTasks(q, msg)
+	if e != nil {
+		writeRPCError(w, msg.ID, e)
+		return
 	}
+	defer stopTasks()
+	meta := mcp.Meta{mcp.MetaKeySubscriptionID: msg.ID} // the raw id, unchanged
+	// Everything a client may ask for is honoured, so the acknowledgement
+	// echoes the request.
+	ack := *p.Notifications
+	first := rpcNotification{JSONRPC: "2.0", Method: "notifications/subscriptions/acknowledged",
+		Params: acknowledged(meta, ack, taskIDs)}
+	o := optIn{tools: ack.ToolsListChanged, resources: ack.ResourcesListChanged, prompts: ack.PromptsListChanged}
+	if len(ack.ResourceSubscriptions) > 0 {
+		if e := m.checkSubscriptions(q, ack.ResourceSubscriptions); e != nil {
+			writeRPCError(w, msg.ID, e)
+			return
+		}
+		o.subscribed = func(changed string) []string {
+			var out []string
+			for _, uri := range ack.ResourceSubscriptions {
+				if covers(changed, uri) {
+					out = append(out, uri)
+				}
+			}
+			return out
+		}
+	}
+	onChange := func(sse *sseWriter, c changes) error { return sendChanges(sse, c, meta, o) }
 	m.stream(w, q.r, q.principal, streamHooks{
 		open:   func(sse *sseWriter) error { return sse.send(first) },
 		change: onChange,
+		sends:  taskSends,
 		// The server ends the subscription (shutdown): a result says so.
 		close: func(sse *sseWriter) {
 			r := &mcp.SubscriptionsListenResult{Meta: mcp.Meta{}}
@@ -220,11 +274,13 @@ func (m *Server) listen(w http.ResponseWriter, q *request, msg *rpcMessage) {
 }
 
 // streamHooks are what one kind of stream sends: open once at the start,
-// change on every visible change, close when the gateway stops. Any hook
-// may be nil but change.
+// change on every visible change, each function from sends as it comes
+// (task notifications), close when the gateway stops. Any hook may be nil
+// but change.
 type streamHooks struct {
 	open   func(*sseWriter) error
-	change func(*sseWriter) error
+	change func(*sseWriter, changes) error
+	sends  <-chan func(*sseWriter) error
 	close  func(*sseWriter)
 }
 
@@ -262,7 +318,11 @@ func (m *Server) stream(w http.ResponseWriter, r *http.Request, p *authn.Princip
 			}
 			return
 		case <-l.ch:
-			if hooks.change(sse) != nil {
+			if hooks.change(sse, l.take()) != nil {
+				return
+			}
+		case send := <-hooks.sends:
+			if send(sse) != nil {
 				return
 			}
 		case <-tick.C:

@@ -7,6 +7,7 @@ folder: test_trigger_tool_change writes into the folder it runs from.
 
 import asyncio
 import io
+import os
 import pathlib
 import struct
 import time
@@ -133,3 +134,55 @@ test_custom_headers.input_schema = {
     },
     "required": ["region"],
 }
+
+
+# Tasks (io.modelcontextprotocol/tasks, SEP-2663): the tasks-* scenarios'
+# fixtures. A tool's task_support attribute ("optional" or "required") lets
+# a client that declares the extension run it as a task.
+
+
+def greet(name: str) -> str:
+    """Greets name; a plain tool, never a task (scenarios tasks-*)."""
+    return "Hello, %s!" % name
+
+
+async def slow_compute(seconds: int, label: str = "") -> str:
+    """Sleeps seconds, then says so; cancellable while it sleeps (scenarios tasks-*)."""
+    await asyncio.sleep(seconds)
+    return "computed %s after %d s" % (label or "result", seconds)
+
+
+slow_compute.task_support = "optional"
+
+
+async def failing_job() -> str:
+    """Fails as a tool error after about a second (scenarios tasks-lifecycle, tasks-required-task-error)."""
+    await asyncio.sleep(1)
+    raise RuntimeError("failing_job always fails")
+
+
+failing_job.task_support = "required"
+
+
+def protocol_error_job() -> str:
+    """Crashes its tool host: the call fails as a protocol error, not a tool error (scenario tasks-lifecycle)."""
+    os._exit(70)
+
+
+protocol_error_job.task_support = "optional"
+
+
+def confirm_delete(filename: str) -> str:
+    """Asks the user to confirm deleting filename (scenarios tasks-mrtr-input, tasks-dispatch-and-envelope).
+
+    It asks through mirobody.elicit, the tool API of issue 17's elicitation
+    work. A task cannot wait for input yet (gateway/design.md "Tasks"), so
+    as a task this ends as a tool error: tasks-dispatch-and-envelope only
+    needs the task to end, and tasks-mrtr-input stays in the baseline.
+    """
+    answer = mirobody.elicit("Delete %s?" % filename,
+                             {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]})
+    return "deleted %s" % filename if answer.get("confirm") else "kept %s" % filename
+
+
+confirm_delete.task_support = "optional"

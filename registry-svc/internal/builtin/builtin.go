@@ -57,6 +57,8 @@ type Deps struct {
 	Log *slog.Logger
 	// SkillDirs are the SKILL_DIRS folders, in order.
 	SkillDirs []string
+	// frontmatters are the SKILL.md frontmatters read_skill has read.
+	frontmatters frontmatterMemo
 }
 
 // Request is one call of a built-in tool.

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
@@ -53,7 +55,7 @@ func readSkill(_ context.Context, req *Request) (any, error) {
 	if args.Path == "" {
 		args.Path = "SKILL.md"
 	}
-	skills := findSkills(req.Deps.SkillDirs)
+	skills := findSkills(req.Deps.SkillDirs, &req.Deps.frontmatters)
 	dir, ok := skills[args.Name]
 	if !ok {
 		names := make([]string, 0, len(skills))
@@ -72,9 +74,9 @@ func readSkill(_ context.Context, req *Request) (any, error) {
 
 // findSkills maps each skill name to its folder. The first SKILL_DIRS entry
 // wins a name; a folder is reachable by its frontmatter name and its own name.
-func findSkills(dirs []string) map[string]string {
+func findSkills(dirs []string, memo *frontmatterMemo) map[string]string {
 	out := map[string]string{}
-	eachSkill(dirs, func(folder, dir, name, _ string) {
+	eachSkill(dirs, memo, func(folder, dir, name, _ string) {
 		for _, n := range []string{name, folder} {
 			if _, taken := out[n]; n != "" && !taken {
 				out[n] = dir
@@ -86,8 +88,8 @@ func findSkills(dirs []string) map[string]string {
 
 // eachSkill calls fn for every skill folder of dirs, in SKILL_DIRS order:
 // a direct subfolder holding a SKILL.md, with its frontmatter's name ("" if
-// none) and description.
-func eachSkill(dirs []string, fn func(folder, dir, name, desc string)) {
+// none) and description. memo, when set, keeps the frontmatters read.
+func eachSkill(dirs []string, memo *frontmatterMemo, fn func(folder, dir, name, desc string)) {
 	for _, root := range dirs {
 		entries, err := os.ReadDir(root)
 		if err != nil {
@@ -98,14 +100,64 @@ func eachSkill(dirs []string, fn func(folder, dir, name, desc string)) {
 			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 				continue
 			}
-			head, err := os.ReadFile(filepath.Join(dir, "SKILL.md"))
-			if err != nil {
+			name, desc, ok := memo.read(filepath.Join(dir, "SKILL.md"))
+			if !ok {
 				continue
 			}
-			name, desc := frontmatter(head)
 			fn(e.Name(), dir, name, desc)
 		}
 	}
+}
+
+// frontmatterMemo keeps the frontmatter of each SKILL.md read, by path,
+// with the file's size and modification time: read_skill resolves a name
+// on every call, and reading and parsing the YAML of every skill each time
+// was most of a read_skill call (issue 20). A changed file is read again.
+type frontmatterMemo struct {
+	mu    sync.Mutex
+	files map[string]memoFrontmatter
+}
+
+// memoFrontmatter is one SKILL.md's frontmatter and the file it came from.
+type memoFrontmatter struct {
+	size       int64
+	mod        time.Time
+	name, desc string
+}
+
+// read returns the frontmatter of the SKILL.md at path; ok is false when
+// it cannot be read. A nil memo reads every time.
+func (m *frontmatterMemo) read(path string) (name, desc string, ok bool) {
+	if m == nil {
+		head, err := os.ReadFile(path)
+		if err != nil {
+			return "", "", false
+		}
+		name, desc = frontmatter(head)
+		return name, desc, true
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", "", false
+	}
+	m.mu.Lock()
+	hit, found := m.files[path]
+	m.mu.Unlock()
+	if found && hit.size == st.Size() && hit.mod.Equal(st.ModTime()) {
+		return hit.name, hit.desc, true
+	}
+	head, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", false
+	}
+	name, desc = frontmatter(head)
+	m.mu.Lock()
+	if m.files == nil {
+		m.files = map[string]memoFrontmatter{}
+	}
+	m.files[path] = memoFrontmatter{size: st.Size(), mod: st.ModTime(), name: name, desc: desc}
+	m.mu.Unlock()
+	return name, desc, true
 }
 
 // frontmatter returns the name and description fields of a SKILL.md's YAML

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeFile(t *testing.T, path, body string) {
@@ -67,5 +68,31 @@ func TestReadSkill(t *testing.T) {
 				t.Errorf("got %q, want it to contain %q", s, tt.want)
 			}
 		})
+	}
+}
+
+// read_skill keeps the frontmatters it parsed, and reads a SKILL.md again
+// once it changed: a renamed skill is found under its new name only.
+func TestFrontmatterMemoSeesChanges(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "folder")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var memo frontmatterMemo
+	for _, name := range []string{"first", "second-name", "first"} {
+		if err := os.WriteFile(filepath.Join(dir, "SKILL.md"), []byte("---\nname: "+name+"\n---\nbody\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A rewrite within the file system's timestamp resolution keeps
+		// the time: move it so that the change is visible to stat.
+		later := time.Now().Add(time.Duration(len(name)) * time.Second)
+		if err := os.Chtimes(filepath.Join(dir, "SKILL.md"), later, later); err != nil {
+			t.Fatal(err)
+		}
+		got := findSkills([]string{root}, &memo)
+		if got[name] != dir || got["folder"] != dir || len(got) != 2 {
+			t.Errorf("after naming the skill %q: %v", name, got)
+		}
 	}
 }

@@ -5,8 +5,10 @@ arrive as JSON lines on fd 3 and replies leave as JSON lines on fd 4, so that
 a tool's print() and logging (stdout/stderr) reach the service log and can
 never corrupt the protocol.
 
-Operations: hello (sent once at start), discover, call, cancel, ping; while
-a call runs, the host may send progress lines for it.
+Operations: hello (sent once at start), discover, call, cancel, ping, and
+read, prompt, complete for the modules' RESOURCES and PROMPTS (extras.py,
+which runs in front of this script); while a call runs, the host may send
+progress and log lines for it.
 Discovery, schemas and calls follow registry-svc/design.md ("Tool
 discovery", "Input schema", "Calling").
 
@@ -33,6 +35,7 @@ import os
 import re
 import sys
 import threading
+import time
 import traceback
 import types
 import typing
@@ -44,9 +47,11 @@ MAX_GENERATOR_ITEMS = 100000  # a generator yielding more is cut off with an err
 
 TOOLS = {}  # name -> Tool
 TASKS = {}  # call id -> asyncio.Task
+DIRECT = {}  # call id -> DirectCall, for calls run straight on the pool (see Host.call_direct)
 RUNNING = set()  # ids of sync calls whose thread is running
 ABANDONED = set()  # ids of sync calls cancelled while their thread still runs
 THREADS_LOCK = threading.Lock()
+HOST = None  # the running Host (run_sync records a call's timing in it)
 HELPERS = None  # the mirobody module (content blocks, progress); see install_helpers
 
 
@@ -56,6 +61,9 @@ class Tool(object):
         self.fn = fn
         self.info = info
         self.is_async = inspect.iscoroutinefunction(fn)
+        # A plain function runs straight from the reader on the pool, without
+        # the event loop's two hops (Host.call_direct).
+        self.direct = not (self.is_async or inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn))
         self.takes_user_info = info["takes_user_info"]
         self.fill_none = info.pop("_fill_none")
 
@@ -67,6 +75,7 @@ def discover(dirs):
     logs = []
     failed = []
     found = collections.OrderedDict()
+    resources, prompts = collections.OrderedDict(), collections.OrderedDict()
     for d in reversed(dirs):
         if d not in sys.path:
             sys.path.insert(0, d)
@@ -86,9 +95,11 @@ def discover(dirs):
                 continue
             for name, fn, owner in module_tools(mod, path, logs):
                 add_tool(found, name, fn, path, owner, logs)
+            module_extras(mod, path, resources, prompts, logs)  # noqa: F821 (extras.py)
     TOOLS.clear()
     TOOLS.update(found)
-    return [t.info for t in found.values()], logs, failed
+    extras = install_extras(resources, prompts)  # noqa: F821 (extras.py)
+    return [t.info for t in found.values()], logs, failed, extras
 
 
 def tool_file(fname, path):
@@ -246,6 +257,10 @@ def describe(name, fn, logs):
     meta = getattr(fn, "meta", None)
     if isinstance(meta, dict):
         info["_meta"] = jsonable(meta)  # upstream: a tool's meta is its _meta
+    support = getattr(fn, "task_support", None)
+    if support in ("optional", "required"):
+        # SEP-2663: the client may poll a long call as a task.
+        info["execution"] = {"taskSupport": support}
     requires = getattr(fn, "requires_data", None)
     if isinstance(requires, str) and requires:
         info["requires_data"] = requires
@@ -587,9 +602,14 @@ class Host(object):
         self.wlock = threading.Lock()
         self.loop = asyncio.new_event_loop()
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="tool")
+        # timings holds the running calls' timing (see call), by call id.
+        self.timings = {}
 
     def send(self, msg):
-        data = (dumps(msg) + "\n").encode("utf-8")
+        self.send_line(dumps(msg))
+
+    def send_line(self, text):
+        data = (text + "\n").encode("utf-8")
         with self.wlock:
             self.wf.write(data)
 
@@ -612,8 +632,85 @@ class Host(object):
                 if mid is not None:
                     self.send({"id": mid, "error": "the request is not valid UTF-8 JSON", "invalid": True})
                 continue
-            self.loop.call_soon_threadsafe(self.dispatch, msg)
+            if "traceparent" in msg:
+                # The Go side records a traced call's span from these
+                # wall-clock times (registry-svc/design.md "Tracing"): when
+                # the request was read, ...
+                msg["_received_ns"] = time.time_ns()
+            if not self.handle_direct(msg):
+                self.loop.call_soon_threadsafe(self.dispatch, msg)
         self.loop.call_soon_threadsafe(self.loop.stop)
+
+    def handle_direct(self, msg):
+        """Starts a call of a plain function, or cancels one, from the
+        reader thread; False when msg is for the event loop."""
+        op, mid = msg.get("op"), msg.get("id")
+        if op == "call":
+            tool = TOOLS.get(msg.get("name"))
+            if tool is None or not tool.direct:
+                return False
+            call = DirectCall()
+            with THREADS_LOCK:
+                DIRECT[mid] = call
+            if "traceparent" in msg:
+                # ... when its call started, as Host.call does.
+                self.timings[mid] = {"received_ns": msg.get("_received_ns"), "started_ns": time.time_ns()}
+            ctx = contextvars.copy_context()
+            ctx.run(self.enter_call, mid, msg)
+            self.pool.submit(ctx.run, self.call_direct, mid, tool, msg, call)
+            return True
+        if op == "cancel":
+            with THREADS_LOCK:
+                call = DIRECT.pop(mid, None)
+                if call is None:
+                    return False
+                call.cancelled = True
+                # A thread cannot be interrupted: remember it, so that a
+                # host filling up with stuck threads gets replaced.
+                if mid in RUNNING:
+                    ABANDONED.add(mid)
+            self.reply(mid, {"id": mid, "cancelled": True})
+            return True
+        return False
+
+    def call_direct(self, mid, tool, msg, call):
+        """Runs a plain function's call on this pool thread and answers it,
+        unless it was cancelled meanwhile (the answer was sent then)."""
+        name = tool.name
+        try:
+            kwargs = dict(msg.get("args") or {})
+            for p in tool.fill_none:
+                kwargs.setdefault(p, None)
+            if tool.takes_user_info:
+                kwargs["user_info"] = msg.get("user_info")
+            with THREADS_LOCK:
+                if call.cancelled:
+                    return  # cancelled before it started: it never runs
+            value = run_sync(mid, tool.fn, kwargs)
+            if inspect.isawaitable(value) or inspect.isasyncgen(value):
+                # A plain function that returned a coroutine: the loop runs it.
+                value = asyncio.run_coroutine_threadsafe(resolve(value), self.loop).result()
+            if inspect.isgenerator(value):
+                value = run_sync(mid, collect_sync, {"gen": value})
+            line = self.result_line(mid, name, value)
+        except BaseException as e:
+            line = dumps(self.with_timing(mid, failure(mid, name, e)))
+        with THREADS_LOCK:
+            if call.cancelled:
+                return
+            DIRECT.pop(mid, None)
+        self.send_line(line)
+
+    def result_line(self, mid, name, value):
+        """The reply line carrying value as name's result, encoded once for
+        the size check and the reply."""
+        encoded = dumps(to_result(name, value))
+        if len(encoded) > MAX_RESULT_BYTES:
+            encoded = dumps({"content": [{"type": "text", "text": "%s failed: its result is larger than %d bytes" % (name, MAX_RESULT_BYTES)}],
+                             "isError": True})
+        timing = self.end_timing(mid)
+        tail = ',"timing":%s' % dumps(timing) if timing is not None else ""
+        return '{"id":%s,"result":%s%s}' % (dumps(mid), encoded, tail)
 
     def dispatch(self, msg):
         op = msg.get("op")
@@ -626,6 +723,8 @@ class Host(object):
             self.loop.create_task(self.discover(mid, msg.get("dirs") or []))
         elif op == "call":
             TASKS[mid] = self.loop.create_task(self.call(mid, msg))
+        elif op in ("read", "prompt", "complete"):
+            self.loop.create_task(self.extra(mid, op, msg))
         elif op == "cancel":
             t = TASKS.get(mid)
             if t is not None:
@@ -634,13 +733,20 @@ class Host(object):
     async def discover(self, mid, dirs):
         # Importing runs module code, which may block: keep the loop free.
         try:
-            tools, logs, failed = await self.loop.run_in_executor(self.pool, discover, dirs)
-            self.send({"id": mid, "tools": tools, "logs": logs, "failed": failed})
+            tools, logs, failed, (resources, prompts) = await self.loop.run_in_executor(self.pool, discover, dirs)
+            self.send({"id": mid, "tools": tools, "logs": logs, "failed": failed, "resources": resources, "prompts": prompts})
         except BaseException as e:
             self.send({"id": mid, "error": "%s: %s" % (type(e).__name__, e)})
 
     async def call(self, mid, msg):
         name = msg.get("name")
+        # ... when its task started (the difference is the event loop's
+        # queue), when the tool itself started (a sync tool may also wait
+        # for a thread) and when its result was ready.
+        timing = None
+        if "traceparent" in msg:
+            timing = {"received_ns": msg.get("_received_ns"), "started_ns": time.time_ns()}
+            self.timings[mid] = timing
         try:
             tool = TOOLS.get(name)
             if tool is None:
@@ -652,10 +758,10 @@ class Host(object):
             if tool.takes_user_info:
                 kwargs["user_info"] = msg.get("user_info")
             # This task's own context: the tool's thread or coroutine sees it.
-            HELPERS._call.set((self.report_progress, mid) if msg.get("want_progress") else None)
-            HELPERS._interact.set(HELPERS._Interaction(functools.partial(self.report_log, mid), msg.get("log_level"),
-                                                       msg.get("caps"), msg.get("inputs"), msg.get("replay")))
+            self.enter_call(mid, msg)
             if tool.is_async:
+                if timing is not None:
+                    timing["run_ns"] = time.time_ns()
                 value = await tool.fn(**kwargs)
             else:
                 ctx = contextvars.copy_context()
@@ -668,32 +774,78 @@ class Host(object):
                 value = await self.loop.run_in_executor(self.pool, functools.partial(ctx.run, run_sync, mid, collect_sync, {"gen": value}))
             elif inspect.isasyncgen(value):
                 value = await collect_async(value)
-            result = to_result(name, value)
-            if len(dumps(result)) > MAX_RESULT_BYTES:
-                result = {"content": [{"type": "text", "text": "%s failed: its result is larger than %d bytes" % (name, MAX_RESULT_BYTES)}],
-                          "isError": True}
-            self.send({"id": mid, "result": result})
+            self.send_line(self.result_line(mid, name, value))
         except asyncio.CancelledError:
             # A thread cannot be interrupted: remember it, so that a host
             # filling up with stuck threads gets replaced.
             with THREADS_LOCK:
                 if mid in RUNNING:
                     ABANDONED.add(mid)
-            self.send({"id": mid, "cancelled": True})
-        except GeneratorTooLarge as e:
-            self.send({"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True}})
-        except HELPERS.InputRequired as e:
-            self.send({"id": mid, "result": {"content": [], "inputRequests": jsonable(e.requests)}})
-        except HELPERS.CapabilityUnavailable as e:
-            text = "%s failed: %s" % (name, e)
-            self.send({"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True,
-                                             "missingCapability": e.capability}})
+            self.reply(mid, {"id": mid, "cancelled": True})
         except BaseException as e:
-            text = "%s failed: %s: %s" % (name, type(e).__name__, e)
-            self.send({"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},
-                       "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))})
+            self.reply(mid, failure(mid, name, e))
         finally:
             TASKS.pop(mid, None)
+            self.timings.pop(mid, None)
+
+    def enter_call(self, mid, msg):
+        """Sets call mid's context, which its tool sees in its thread or
+        coroutine: its progress reporter, what it may send and ask its
+        caller (design.md "Logging", "Elicitation and sampling"), its
+        traceparent. Both paths of a call (call, call_direct) run it in the
+        call's own context."""
+        HELPERS._call.set((self.report_progress, mid) if msg.get("want_progress") else None)
+        HELPERS._interact.set(HELPERS._Interaction(functools.partial(self.report_log, mid), msg.get("log_level"),
+                                                   msg.get("caps"), msg.get("inputs"), msg.get("replay")))
+        HELPERS._traceparent.set(msg.get("traceparent"))
+
+    def reply(self, mid, msg):
+        """Sends a call's reply, with its timing when the call is traced."""
+        self.send(self.with_timing(mid, msg))
+
+    def with_timing(self, mid, msg):
+        """msg with the traced call's timing added, if mid is traced."""
+        timing = self.end_timing(mid)
+        if timing is not None:
+            msg["timing"] = timing
+        return msg
+
+    def end_timing(self, mid):
+        """The traced call's timing ended now, or None; it is forgotten, so
+        the one reply of a call carries it."""
+        timing = self.timings.pop(mid, None)
+        if timing is not None:
+            timing["ended_ns"] = time.time_ns()
+        return timing
+
+    async def extra(self, mid, op, msg):
+        """Reads a resource, renders a prompt or completes an argument; the
+        module's function runs in a thread and may be a coroutine."""
+        try:
+            if op == "read":
+                fn = functools.partial(read_resource, msg.get("uri") or "")  # noqa: F821 (extras.py)
+            elif op == "prompt":
+                fn = functools.partial(get_prompt, msg.get("name") or "", msg.get("arguments") or {})  # noqa: F821
+            else:
+                fn = functools.partial(complete, msg.get("name") or "", msg.get("uri") or "",  # noqa: F821
+                                       msg.get("argument") or "", msg.get("value") or "", msg.get("arguments") or {})
+            value = await self.loop.run_in_executor(self.pool, fn)
+            if op in ("read", "prompt"):
+                first, body = value
+                if inspect.isawaitable(body):
+                    body = await body
+            if op == "read":
+                uri = msg.get("uri")
+                self.send({"id": mid, "contents": [resource_contents(uri, first, body)]})  # noqa: F821 (extras.py)
+            elif op == "prompt":
+                self.send({"id": mid, "description": first, "messages": prompt_messages(body)})  # noqa: F821
+            else:
+                self.send({"id": mid, "values": value})
+        except ExtraError as e:  # noqa: F821 (extras.py)
+            self.send({"id": mid, "error": str(e), "invalid": e.kind == "invalid"})
+        except BaseException as e:
+            self.send({"id": mid, "error": "%s: %s" % (type(e).__name__, e), "raised": True,
+                       "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))})
 
     def report_progress(self, mid, progress, total, message):
         m = {"id": mid, "op": "progress", "progress": progress}
@@ -717,9 +869,45 @@ class Host(object):
         self.loop.run_forever()
 
 
+def failure(mid, name, e):
+    """The reply to call mid of tool name that raised e (cancellation
+    aside): the questions of a tool that waits for its caller's answers
+    (mirobody.ask), or a failed result."""
+    if isinstance(e, HELPERS.InputRequired):
+        return {"id": mid, "result": {"content": [], "inputRequests": jsonable(e.requests)}}
+    if isinstance(e, HELPERS.CapabilityUnavailable):
+        text = "%s failed: %s" % (name, e)
+        return {"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True,
+                                      "missingCapability": e.capability}}
+    if isinstance(e, GeneratorTooLarge):
+        return {"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True}}
+    text = "%s failed: %s: %s" % (name, type(e).__name__, e)
+    return {"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},
+            "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))}
+
+
+class DirectCall(object):
+    """A call run straight on the pool; cancelled once its caller gave up."""
+
+    def __init__(self):
+        self.cancelled = False
+
+
+async def resolve(value):
+    """Awaits what a plain function returned, as Host.call does."""
+    if inspect.isawaitable(value):
+        value = await value
+    if inspect.isasyncgen(value):
+        value = await collect_async(value)
+    return value
+
+
 def run_sync(mid, fn, kwargs):
     with THREADS_LOCK:
         RUNNING.add(mid)
+    timing = HOST.timings.get(mid)
+    if timing is not None and "run_ns" not in timing:
+        timing["run_ns"] = time.time_ns()
     try:
         return fn(**kwargs)
     finally:
@@ -777,8 +965,10 @@ def main():
         sys.stderr.write("the Mirobody tool host needs Python %d.%d or newer, not %s\n"
                          % (MIN_PYTHON + (sys.version.split()[0],)))
         sys.exit(3)
+    global HOST
     install_helpers(MIROBODY_SOURCE)  # noqa: F821 (prepended by registry-svc)
-    Host(3, 4).run()
+    HOST = Host(3, 4)
+    HOST.run()
     sys.stdout.flush()
     sys.stderr.flush()
     # Threads of sync tools that never returned must not keep us alive.

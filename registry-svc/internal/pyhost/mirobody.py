@@ -2,7 +2,7 @@
 
 The tool host makes this module importable as ``mirobody``; a tool that does
 not import it behaves exactly as before. It offers MCP content blocks other
-than text, and progress notifications:
+than text, progress notifications, and the call's W3C ``traceparent()``:
 
     import mirobody
 
@@ -26,12 +26,15 @@ import base64
 import contextvars
 import math
 
-__all__ = ["Image", "Audio", "EmbeddedResource", "ResourceLink", "Content", "progress"]
+__all__ = ["Image", "Audio", "EmbeddedResource", "ResourceLink", "Content", "progress", "traceparent"]
 
 # The running call, set by the host for each call: (report, call id), where
 # report sends a progress notification, or None when the caller asked for
 # no progress. Sync tools see it in their thread, async tools in their task.
 _call = contextvars.ContextVar("mirobody_call", default=None)
+
+# The running call's W3C traceparent, set by the host for each call.
+_traceparent = contextvars.ContextVar("mirobody_traceparent", default=None)
 
 
 def _b64(data, what):
@@ -177,6 +180,16 @@ def progress(progress, total=None, message=None):
     report, call_id = call
     report(call_id, progress, total, message)
     return True
+
+
+def traceparent():
+    """Returns the running call's W3C traceparent header value, or None.
+
+    A tool that calls an HTTP service may send it as the traceparent header,
+    so that the service's spans join the trace of the tool call. It is None
+    when Mirobody exports no traces (OTEL_EXPORTER_OTLP_ENDPOINT unset).
+    """
+    return _traceparent.get()
 
 
 # ------------------------------------------------- logging and asking the caller

@@ -21,6 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mirobody/mirobody-go/registry-svc/internal/sandbox"
 	"github.com/mirobody/mirobody-go/services/registry"
 	"github.com/mirobody/mirobody-go/services/wire"
@@ -36,10 +38,10 @@ var hostSource string
 //go:embed mirobody.py
 var helperSource string
 
-// script is what the interpreter runs: host.py after a line binding
+// script is what the interpreter runs: extras.py and host.py after a line binding
 // MIROBODY_SOURCE to the helper module's text. strconv.Quote's escapes are
 // all valid in a Python str literal, and it leaves printable UTF-8 as is.
-var script = []byte("MIROBODY_SOURCE = " + strconv.Quote(helperSource) + "\n" + hostSource)
+var script = []byte("MIROBODY_SOURCE = " + strconv.Quote(helperSource) + "\n" + extrasSource + "\n" + hostSource)
 
 // ProgressFunc receives a running tool's mirobody.progress reports.
 type ProgressFunc func(progress, total float64, message string)
@@ -86,6 +88,10 @@ type ToolInfo struct {
 	// Meta is the function's meta attribute (upstream Mirobody's), sent
 	// to MCP clients as the tool's _meta.
 	Meta json.RawMessage `json:"_meta,omitempty"`
+	// Execution is {"taskSupport": "optional"|"required"} when the
+	// function's task_support attribute says it may run as an MCP task
+	// (gateway/design.md "Tasks").
+	Execution json.RawMessage `json:"execution,omitempty"`
 	// RequiresData is the function's requires_data attribute
 	// (registry-svc/design.md "Data gating").
 	RequiresData string `json:"requires_data,omitempty"`
@@ -104,6 +110,10 @@ type Discovery struct {
 	Tools []ToolInfo
 	// Failed are the files that could not be imported (already logged).
 	Failed []string
+	// Resources and Prompts are the modules' RESOURCES and PROMPTS
+	// (extras.go).
+	Resources []ResourceInfo
+	Prompts   []registry.Prompt
 }
 
 // Options configures a Pool.
@@ -138,6 +148,9 @@ type Options struct {
 	// Sandbox, when set, confines every host process (TOOL_SANDBOX); nil
 	// runs them unconfined.
 	Sandbox *sandbox.Sandbox
+	// Tracer records each call's run in the host as a span (trace.go);
+	// nil records none.
+	Tracer trace.Tracer
 }
 
 // Pool is a set of host processes serving calls concurrently. Every process
@@ -271,9 +284,10 @@ func (p *Pool) launch(ctx context.Context, s *slot, report bool) (*worker, *Disc
 			p.logHost(l)
 		}
 	}
+	w.idx = s.idx
 	s.cur.Store(w)
 	p.signalReady()
-	return w, &Discovery{Tools: r.Tools, Failed: r.Failed}, nil
+	return w, &Discovery{Tools: r.Tools, Failed: r.Failed, Resources: r.Resources, Prompts: r.Prompts}, nil
 }
 
 func (p *Pool) logHost(l hostLog) {
@@ -460,7 +474,17 @@ func (p *Pool) CallWith(ctx context.Context, name string, args json.RawMessage, 
 	if o.Log != nil && o.LogLevel != "" {
 		hooks.log, m.LogLevel = o.Log, o.LogLevel
 	}
+	// Only a recorded call is traced in the host: without an exporter the
+	// host keeps no timing and the tool sees no traceparent.
+	traced := p.opts.Tracer != nil && trace.SpanFromContext(ctx).IsRecording()
+	if traced {
+		m.Traceparent = traceparent(ctx)
+	}
+	sent := time.Now()
 	r, err := w.request(ctx, m, true, hooks)
+	if traced {
+		p.record(ctx, w, name, sent, r, err)
+	}
 	if err != nil {
 		return nil, err
 	}

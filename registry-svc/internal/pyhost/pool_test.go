@@ -97,6 +97,9 @@ func TestDiscoveryRules(t *testing.T) {
 		{"sync and async tools", func() bool {
 			return byName["async_hello"].IsAsync && !byName["hello"].IsAsync && byName["foo_async"].IsAsync
 		}},
+		{"task_support becomes execution.taskSupport", func() bool {
+			return string(byName["async_hello"].Execution) == `{"taskSupport":"optional"}` && byName["hello"].Execution == nil
+		}},
 		{"within a folder files are read in byte order (Zeta.py before alpha.py)", func() bool { return strings.Contains(byName["collide"].Source, "Zeta.py") }},
 		{"the loser is logged with both locations", logged("tool name collision", "Zeta.py:1", "alpha.py:1")},
 		{"nothing else is a tool", func() bool { return len(byName) == 8 }},

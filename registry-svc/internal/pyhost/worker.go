@@ -38,6 +38,17 @@ type message struct {
 	Replay   []string                   `json:"replay,omitempty"`
 	Python   string                     `json:"python,omitempty"`
 	PID      int                        `json:"pid,omitempty"`
+	// Traceparent is the W3C trace context of the registry's call span.
+	Traceparent string `json:"traceparent,omitempty"`
+	// Timing is the host's own timing of a call (trace.go).
+	Timing *hostTiming `json:"timing,omitempty"`
+
+	// URI, Arguments, Argument and Value are the requests of extras.go.
+	URI       string            `json:"uri,omitempty"`
+	Arguments map[string]string `json:"arguments,omitempty"`
+	Argument  string            `json:"argument,omitempty"`
+	Value     string            `json:"value,omitempty"`
+	extraReply
 
 	Tools     []ToolInfo             `json:"tools,omitempty"`
 	Logs      []hostLog              `json:"logs,omitempty"`
@@ -92,6 +103,7 @@ type worker struct {
 	hello  chan *message
 	output sync.WaitGroup
 	tmp    string // the sandboxed host's private temp dir, removed at exit
+	idx    int    // the slot's index: the worker id in logs and spans
 }
 
 // hostCommand returns the interpreter command of one host: confined in sb,

@@ -1,5 +1,6 @@
 """Fixture: MCP content blocks and progress through the mirobody helpers."""
 import asyncio
+import time
 
 import mirobody
 from mirobody import Image  # an imported class is not a tool
@@ -70,3 +71,14 @@ def bad_progress() -> str:
     """Reports a progress that is not a number."""
     mirobody.progress("half")
     return "unreachable"
+
+
+def trace_parent() -> str:
+    """Returns the call's traceparent, as a tool would send it on."""
+    return mirobody.traceparent() or "none"
+
+
+def sleepy(seconds: float = 0.05) -> str:
+    """Sleeps, so that the call has a measurable run."""
+    time.sleep(seconds)
+    return "slept"

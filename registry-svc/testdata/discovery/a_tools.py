@@ -19,6 +19,9 @@ async def async_hello(name: str) -> str:
     return "async hello " + name
 
 
+async_hello.task_support = "optional"  # may run as an MCP task
+
+
 class Base:
     def inherited_op(self) -> str:
         return "inherited"

@@ -9,18 +9,25 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/google/uuid"
+
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
 // Endpoints of the import protocol. An import is a session: begin, then
 // chunks in order, then commit (or abort). Chunks are staged in Postgres,
 // so any vfs-svc replica can take any chunk, and nothing reaches the user's
-// store before commit.
+// store before commit. Every step is safe to send again, so all four are
+// Idempotent and a step whose replica died moves to another one: begin
+// names the import the caller chose, a chunk sent again after its answer
+// was lost gets the same answer (the import keeps the last chunk's digest
+// and answer), a commit sent again gets the kept result, and an abort sent
+// again finds the import gone (not_found, which Import ignores).
 var (
-	ImportBegin  = wire.Endpoint[ImportBeginRequest, ImportBeginResponse]{Subject: "vfs.data.import.begin"}
-	ImportChunk  = wire.Endpoint[ImportChunkRequest, ImportChunkResponse]{Subject: "vfs.data.import.chunk"}
-	ImportCommit = wire.Endpoint[ImportCommitRequest, ImportResult]{Subject: "vfs.data.import.commit"}
-	ImportAbort  = wire.Endpoint[ImportAbortRequest, wire.Empty]{Subject: "vfs.data.import.abort"}
+	ImportBegin  = wire.Endpoint[ImportBeginRequest, ImportBeginResponse]{Subject: "vfs.data.import.begin", Idempotent: true}
+	ImportChunk  = wire.Endpoint[ImportChunkRequest, ImportChunkResponse]{Subject: "vfs.data.import.chunk", Idempotent: true}
+	ImportCommit = wire.Endpoint[ImportCommitRequest, ImportResult]{Subject: "vfs.data.import.commit", Idempotent: true}
+	ImportAbort  = wire.Endpoint[ImportAbortRequest, wire.Empty]{Subject: "vfs.data.import.abort", Idempotent: true}
 )
 
 // Import formats.
@@ -66,6 +73,9 @@ type LineError struct {
 
 // ImportBeginRequest opens an import of Kind (KindHealth or KindGenetic).
 type ImportBeginRequest struct {
+	// ImportID is the new import's id, a UUID the caller chose, so that a
+	// begin sent again opens nothing new; empty means vfs-svc picks one.
+	ImportID  string `json:"import_id,omitempty"`
 	AccountID string `json:"account_id"`
 	Kind      string `json:"kind"`
 	Format    string `json:"format"`
@@ -150,7 +160,7 @@ func (d *Data) Import(ctx context.Context, req *ImportRequest, r io.Reader) (*Im
 		r, format = pr, FormatNDJSON
 	}
 	begin, err := ImportBegin.Call(ctx, d.c,
-		&ImportBeginRequest{AccountID: req.AccountID, Kind: req.Kind, Format: format})
+		&ImportBeginRequest{ImportID: uuid.NewString(), AccountID: req.AccountID, Kind: req.Kind, Format: format})
 	if err != nil {
 		return nil, err
 	}
@@ -159,6 +169,9 @@ func (d *Data) Import(ctx context.Context, req *ImportRequest, r io.Reader) (*Im
 		defer cancel()
 		_, aerr := ImportAbort.Call(actx, d.c,
 			&ImportAbortRequest{AccountID: req.AccountID, ImportID: begin.ImportID})
+		if wire.CodeOf(aerr) == wire.NotFound {
+			aerr = nil // a resent abort: the first one dropped it
+		}
 		return nil, errors.Join(cause, aerr)
 	}
 	var errs []LineError
