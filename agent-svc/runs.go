@@ -22,6 +22,7 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/internal/skills"
 	"github.com/mirobody/mirobody-go/agent-svc/internal/turn"
 	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -252,7 +253,7 @@ func (r *turnRun) run(ctx context.Context) {
 		semconv.GenAIAgentName(string(r.kind)), semconv.GenAIConversationID(r.sessionID), attribute.String("mirobody.run_id", r.req.RunID)))
 	defer span.End()
 	log := r.s.log.With("run_id", r.req.RunID, "session_id", r.sessionID)
-	r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID})
+	r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID, Attachments: r.req.Attachments})
 	for _, n := range r.notices {
 		r.emit(agent.Event{Type: agent.EventNotice, Message: n})
 	}
@@ -278,6 +279,7 @@ func (r *turnRun) run(ctx context.Context) {
 		span.SetStatus(codes.Error, finish)
 		span.SetAttributes(semconv.ErrorTypeKey.String(finish))
 	}
+	r.nameSession(ctx, log, finish)
 	r.emit(agent.Event{Type: agent.EventEnd, FinishReason: finish})
 }
 
@@ -287,7 +289,12 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	t := &turn.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: r.history,
 		Provider: r.provider.provider, Remote: r.provider.remote, Prompt: r.prompt, MCPToken: r.req.MCPToken, Model: r.provider.model, Emit: r.emit, MCPServers: r.req.MCPServers,
 		PromptData: turn.PromptData{Date: today(r.req.Timezone), Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)}}
-	out, err := r.s.agents[r.kind].Run(ctx, t)
+	atts, err := r.s.loadAttachments(ctx, files.Scope{AccountID: r.req.AccountID, SessionID: r.sessionID}, r.req.Attachments)
+	var out *turn.Outcome
+	if err == nil {
+		t.Attachments = atts
+		out, err = r.s.agents[r.kind].Run(ctx, t)
+	}
 	// The session is written even when the run was cancelled, with a
 	// deadline of its own.
 	saveCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -11,9 +11,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/labstack/echo/v4"
 
+	"github.com/mirobody/mirobody-go/gateway/internal/attach"
 	"github.com/mirobody/mirobody-go/gateway/internal/oauth"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -34,6 +36,8 @@ type chatRequest struct {
 	// MCPServers are external MCP servers for this turn only
 	// (registry-svc/design.md "External MCP servers").
 	MCPServers []agent.ServerSpec `json:"mcp_servers"`
+	// Attachments are files of the message (agent-svc/design.md "Attachments").
+	Attachments []attach.File `json:"attachments"`
 }
 
 // chat answers POST /api/chat with the turn's events as Server-Sent
@@ -59,6 +63,12 @@ func (s *Service) chat(c echo.Context) error {
 	req := &agent.StartRequest{RunID: uuid.NewString(), AccountID: principal(c).AccountID, SessionID: body.SessionID, Question: q,
 		Agent: body.Agent, Provider: body.Provider, Model: body.Model, Language: body.Language, Timezone: body.Timezone,
 		PromptName: body.PromptName, MCPServers: body.MCPServers}
+	cfg := s.opts.Config
+	err := attach.ForTurn(c.Request().Context(), files.NewFS(s.node.Client), req, body.Attachments,
+		attach.Limits{MaxBytes: cfg.AttachMaxBytes, MaxFiles: cfg.AttachMaxFiles, Types: cfg.AttachTypes, MaxPayload: s.node.Client.MaxPayload()})
+	if err != nil {
+		return err
+	}
 	if err := s.baseToken(c.Request().Context(), req); err != nil {
 		return err
 	}

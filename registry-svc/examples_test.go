@@ -19,7 +19,7 @@ func TestExampleTools(t *testing.T) {
 		serveKinds(t, url) // alice holds no data: the gated built-ins stay hidden
 		e := startOn(t, url, map[string]string{"MCP_TOOL_DIRS": "../tools,builtin", "SKILL_DIRS": "../skills", "PYTHON_WORKERS": "1"})
 		got := e.names(t, alice)
-		want := []string{"body_mass_index", "current_time", "heart_rate_zones", "normalize_unit", "read_skill", "resolve_indicator", "whoami"}
+		want := []string{"body_mass_index", "current_time", "heart_rate_zones", "import_health_indicators", "normalize_unit", "read_skill", "resolve_indicator", "whoami"}
 		if !slices.Equal(got, want) {
 			t.Fatalf("tools = %v, want %v", got, want)
 		}

@@ -72,6 +72,9 @@ type Service struct {
 	stopRetiring context.CancelFunc
 	// restarts counts replaced Python host processes across reloads.
 	restarts atomic.Int64
+	// pyChecked is set once a Python pool started: reloads skip the
+	// interpreter's version check.
+	pyChecked bool
 }
 
 // New returns a registry-svc that is not started.
@@ -193,10 +196,11 @@ func (s *Service) discover(ctx context.Context, dirs []string) (*snapshot, error
 		cfg := s.opts.Config
 		var err error
 		pool, found, err = pyhost.Start(ctx, pyhost.Options{Python: cfg.Python, Workers: cfg.PythonWorkers, Dirs: s.pyDirs, Env: cfg.ToolEnviron, Log: s.log,
-			Sandbox: s.sandbox, Tracer: s.reg.tracer, OnRestart: func() { s.restarts.Add(1) }})
+			Sandbox: s.sandbox, Tracer: s.reg.tracer, OnRestart: func() { s.restarts.Add(1) }, VersionChecked: s.pyChecked})
 		if err != nil {
 			return nil, fmt.Errorf("starting the Python tool host: %w", err)
 		}
+		s.pyChecked = true
 	}
 	snap := buildSnapshot(dirs, s.opts.Builtins, found.Tools, pool, s.log)
 	snap.failed = found.Failed

@@ -36,7 +36,7 @@ func TestListMergesFoldersInOrder(t *testing.T) {
 				got[tl.Name] = tl
 				order = append(order, tl.Name)
 			}
-			want := "async_hello,collide,derived_op,foo_async,foo_op,foo_static,get_genetic_data,hello,more_op,normalize_unit,query_health_indicators,read_skill,resolve_indicator,second_only"
+			want := "async_hello,collide,derived_op,foo_async,foo_op,foo_static,get_genetic_data,hello,import_health_indicators,more_op,normalize_unit,query_health_indicators,read_skill,resolve_indicator,second_only"
 			if strings.Join(order, ",") != want {
 				t.Fatalf("tools = %v\nwant    %s", order, want)
 			}

@@ -14,9 +14,17 @@ import (
 // be declared again by the session's next turn and fail.
 //
 // A Base-agent request (one that hands over an MCP server) gets an answer
-// that names the tools the server listed to the provider.
+// that names the tools the server listed to the provider. A session-title
+// request gets the question's first words, and a question with a lab
+// report attached starts the lab-report flow (demolab.go).
 func Demo(r *Received) (Step, error) {
 	q := r.LastUser()
+	if strings.Contains(r.System, "short title") && len(r.Tools) == 0 {
+		return demoTitle(r), nil
+	}
+	if step, ok := demoLab(r); ok {
+		return step, nil
+	}
 	if r.MCP != nil {
 		return Step{Text: fmt.Sprintf("This is the scripted provider (PROVIDER=scripted) running the Base agent. You asked: %q. Through the %s MCP server I can use %d tools: %s.",
 			q, r.MCP.Label, len(r.Tools), strings.Join(r.Tools, ", "))}, nil

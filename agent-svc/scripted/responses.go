@@ -61,6 +61,11 @@ func parseResponses(r *http.Request) (*Received, error) {
 			}
 			switch it.Role {
 			case "user", "assistant":
+				parts, err := fileParts(it.Content, len(rec.Messages))
+				if err != nil {
+					return nil, err
+				}
+				rec.Parts = append(rec.Parts, parts...)
 				rec.Messages = append(rec.Messages, llm.Message{Role: it.Role, Content: text(it.Content)})
 			case "system", "developer":
 				rec.System += text(it.Content)

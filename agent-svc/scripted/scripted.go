@@ -88,6 +88,8 @@ type Received struct {
 	// request without one. Tools then lists that server's tools, and
 	// Messages grows by each step's tool calls and results.
 	MCP *MCPServer
+	// Parts are the file parts of the user messages (images, PDFs).
+	Parts []Part
 }
 
 // MCPServer is an MCP server named in a request.

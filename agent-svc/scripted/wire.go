@@ -80,6 +80,11 @@ func parseOpenAI(r *http.Request) (*Received, error) {
 		case "system", "developer":
 			rec.System += text(m.Content)
 		case "user":
+			parts, err := fileParts(m.Content, len(rec.Messages))
+			if err != nil {
+				return nil, err
+			}
+			rec.Parts = append(rec.Parts, parts...)
 			rec.Messages = append(rec.Messages, llm.Message{Role: llm.RoleUser, Content: text(m.Content)})
 		case "tool":
 			rec.Messages = append(rec.Messages, llm.Message{Role: llm.RoleTool, Content: text(m.Content), ToolCallID: m.ToolCallID})
@@ -223,6 +228,11 @@ func parseAnthropic(r *http.Request) (*Received, error) {
 			}
 		}
 		if user != "" {
+			parts, err := fileParts(m.Content, len(rec.Messages))
+			if err != nil {
+				return nil, err
+			}
+			rec.Parts = append(rec.Parts, parts...)
 			rec.Messages = append(rec.Messages, llm.Message{Role: llm.RoleUser, Content: user})
 		}
 	}

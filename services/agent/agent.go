@@ -61,6 +61,27 @@ type StartRequest struct {
 	// through registry-svc. Their tokens travel only inside NATS and are
 	// never logged.
 	MCPServers []ServerSpec `json:"mcp_servers,omitempty"`
+	// Attachments are the files of the turn's message, which the gateway
+	// has already stored in the session's folder (agent-svc/design.md
+	// "Attachments"); the run reads them from there.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is one file of a chat message, stored in the session's
+// folder of the virtual filesystem.
+type Attachment struct {
+	// Name is the file's name, as the user gave it (made safe).
+	Name string `json:"name"`
+	// Type is the media type (image/png, application/pdf, text/csv...).
+	Type string `json:"type"`
+	// Size is the file's length in bytes.
+	Size int64 `json:"size"`
+	// Path is the file read_file reads: the text of a text file, a short
+	// description of an image or a PDF.
+	Path string `json:"path"`
+	// RawPath holds the bytes, base64-encoded, of a file the provider
+	// takes natively (images, PDFs); empty for text files.
+	RawPath string `json:"raw_path,omitempty"`
 }
 
 // ServerSpec is a server given for one chat turn only (the chat request's
@@ -111,6 +132,9 @@ const (
 	EventError      = "error"
 	EventHeartbeat  = "heartbeat"
 	EventEnd        = "end"
+	// EventTitle carries the session's generated title (Text), sent
+	// before the end event of a session's first turn.
+	EventTitle = "title"
 )
 
 // Finish reasons of an end event.
@@ -163,6 +187,9 @@ type Event struct {
 	OutputTokens     int64 `json:"output_tokens,omitempty"`
 	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// Attachments are the question's files, on the start event, so that
+	// a saved transcript shows them.
+	Attachments []Attachment `json:"attachments,omitempty"`
 	// Message is the text of a notice or an error.
 	Message      string `json:"message,omitempty"`
 	FinishReason string `json:"finish_reason,omitempty"`

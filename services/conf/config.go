@@ -42,6 +42,10 @@ type Config struct {
 	TrustedProxies  []string `key:"TRUSTED_PROXIES" default:"" cidr:"true"`
 	TrustedHeader   string   `key:"TRUSTED_PROXY_HEADER" default:"x-forwarded-for" enum:"x-forwarded-for|forwarded"`
 	MaxConnsPerIP   int      `key:"MAX_CONNS_PER_IP" default:"256" min:"0"`
+	// Chat attachments (agent-svc/design.md "Attachments").
+	AttachMaxBytes int      `key:"CHAT_ATTACHMENT_MAX_BYTES" default:"2097152" min:"1"`
+	AttachMaxFiles int      `key:"CHAT_ATTACHMENT_MAX_FILES" default:"4" min:"0"`
+	AttachTypes    []string `key:"CHAT_ATTACHMENT_TYPES" default:"image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain,text/csv,text/markdown,application/json"`
 
 	// gateway HTTP server timeouts.
 	HTTPReadTimeoutS int `key:"HTTP_READ_TIMEOUT_S" default:"60" min:"1"`
@@ -98,6 +102,9 @@ type Config struct {
 	JSMaxEvalsPerAccount int `key:"JS_MAX_EVALS_PER_ACCOUNT" default:"0" min:"0"`
 	JSMaxStateBytes      int `key:"JS_MAX_STATE_BYTES" default:"536870912" min:"1048576"`
 	MaxTurnsPerAccount   int `key:"AGENT_MAX_TURNS_PER_ACCOUNT" default:"8" min:"1"`
+	// SessionTitles asks the turn's provider for a short title after a
+	// session's first turn.
+	SessionTitles bool `key:"AGENT_SESSION_TITLES" default:"true"`
 
 	// vfs-svc.
 	VFSMaxFileBytes    int `key:"VFS_MAX_FILE_BYTES" default:"10485760" min:"1"`

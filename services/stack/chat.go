@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -24,7 +25,9 @@ const chatUsage = `usage: mirobody chat [flags] "question"
 Streams one chat turn from the gateway's /api/chat, showing tool steps and
 todos as they happen. Without --key it uses the dev demo key in DEV_DIR.
 --agent base hands the turn to a provider that calls our /mcp itself
-(MCP_PUBLIC_URL must be reachable from the provider).
+(MCP_PUBLIC_URL must be reachable from the provider). --file attaches a
+file (repeat it for several): images and PDFs reach the model as they
+are, text files as text (CHAT_ATTACHMENT_* set the limits).
 `
 
 // runChat is `mirobody chat "question"`.
@@ -39,11 +42,19 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	agentName := fs.String("agent", "", "deep or base (default: DEFAULT_AGENT)")
 	provider := fs.String("provider", "", "provider name from PROVIDERS_DEEP (or PROVIDERS_BASE with --agent base)")
 	raw := fs.Bool("json", false, "print the raw events, one JSON object a line")
+	var files []chatFile
+	fs.Func("file", "attach this file (repeatable)", func(path string) error {
+		f, err := readChatFile(path)
+		if err == nil {
+			files = append(files, f)
+		}
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	question := strings.TrimSpace(strings.Join(fs.Args(), " "))
-	if question == "" {
+	if question == "" && len(files) == 0 {
 		fs.Usage()
 		return errors.New("a question is required")
 	}
@@ -61,7 +72,7 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		*key = strings.TrimSpace(string(b))
 	}
-	body, _ := json.Marshal(map[string]string{"question": question, "session_id": *session, "agent": *agentName, "provider": *provider})
+	body, _ := json.Marshal(map[string]any{"question": question, "session_id": *session, "agent": *agentName, "provider": *provider, "attachments": files})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(*url, "/")+"/api/chat", bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("building the request: %w", err)
@@ -79,6 +90,28 @@ func runChat(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
 	}
 	return renderChat(resp.Body, stdout, *raw)
+}
+
+// chatFile is one attachment of POST /api/chat (the gateway's
+// attach.File): Data travels base64-encoded.
+type chatFile struct {
+	Name string `json:"name"`
+	Type string `json:"type"`
+	Data []byte `json:"data"`
+}
+
+// readChatFile reads a --file; its type comes from its extension, else
+// from its content.
+func readChatFile(path string) (chatFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return chatFile{}, fmt.Errorf("reading the file to attach: %w", err)
+	}
+	typ := mime.TypeByExtension(filepath.Ext(path))
+	if typ == "" {
+		typ = http.DetectContentType(data)
+	}
+	return chatFile{Name: filepath.Base(path), Type: typ, Data: data}, nil
 }
 
 // renderChat prints an SSE event stream; it fails when the turn did not
@@ -154,6 +187,9 @@ func renderChat(r io.Reader, w io.Writer, raw bool) error {
 			fmt.Fprintf(w, "error: %s\n", ev.Message)
 		case agent.EventStart:
 			fmt.Fprintf(w, "session %s\n", ev.SessionID)
+		case agent.EventTitle:
+			endLine()
+			fmt.Fprintf(w, "title: %s\n", ev.Text)
 		case agent.EventEnd:
 			endLine()
 			fmt.Fprintf(w, "(%s)\n", ev.FinishReason)

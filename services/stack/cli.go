@@ -42,7 +42,7 @@ Usage:
   mirobody data delete --kind health|genetic|--import ID [--account ID|EMAIL]
   mirobody audit [--account ID|EMAIL | --all] [--limit N] [--before ID]
   mirobody mcp add|ls|rm [--account ID|EMAIL] [--name N --url URL --token-file FILE --header 'K: V' --oauth]
-  mirobody chat [--key KEY] [--session ID] [--agent deep|base] [--provider NAME] [--json] "question"
+  mirobody chat [--key KEY] [--session ID] [--agent deep|base] [--provider NAME] [--file PATH]... [--json] "question"
   mirobody nats-creds [--dir DIR] [--output table|compose|users|server-config]
   mirobody version
 

@@ -127,7 +127,10 @@ func TestComingFromMirobody(t *testing.T) {
 	path := filepath.Join(dir, "config.yaml")
 	must(t, os.WriteFile(path, []byte(fmt.Sprintf(upstreamConfig, tools, srv.OpenAIBaseURL(), skills)), 0o600))
 	env := map[string]string{"NATS_URL": natsURL, "DATABASE_URL": db.DSN, "HTTP_ADDR": "127.0.0.1:0", "ADMIN_ADDR": "127.0.0.1:0", "TOOLS_WATCH": "false",
-		"SECRET_KEY": "0123456789abcdef0123456789abcdef"} // as the JWT_KEY warning says
+		"SECRET_KEY": "0123456789abcdef0123456789abcdef", // as the JWT_KEY warning says
+		// The script answers the upstream turns only; a session-title call
+		// would be one request more (the title tests turn titles on).
+		"AGENT_SESSION_TITLES": "false"}
 	res, err := conf.Load(conf.LoadOptions{Path: path, LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	must(t, err)
 	cfg := res.Config

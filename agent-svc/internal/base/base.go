@@ -85,7 +85,7 @@ func (a *Agent) Run(ctx context.Context, t *turn.Turn) (*turn.Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	msgs := append(append([]llm.Message(nil), t.History...), llm.Message{Role: llm.RoleUser, Content: t.Question})
+	msgs := append(append([]llm.Message(nil), t.History...), t.UserMessage())
 	req := &llm.MCPRequest{Model: t.Model, System: system, Messages: msgs, MaxSteps: a.opts.MaxSteps,
 		Server: llm.MCPServer{Label: ServerLabel, URL: a.opts.MCPURL, Token: t.MCPToken}}
 	resp, err := t.Remote.StreamMCP(ctx, req, func(ev llm.MCPEvent) { a.forward(t, ev) })

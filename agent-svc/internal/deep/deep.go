@@ -110,7 +110,7 @@ type run struct {
 
 // Run implements turn.Agent.
 func (a *Agent) Run(ctx context.Context, t *turn.Turn) (*turn.Outcome, error) {
-	r := &run{a: a, turn: t, messages: append(append([]llm.Message(nil), t.History...), llm.Message{Role: llm.RoleUser, Content: t.Question})}
+	r := &run{a: a, turn: t, messages: append(append([]llm.Message(nil), t.History...), t.UserMessage())}
 	if err := r.setup(ctx); err != nil {
 		return nil, err
 	}

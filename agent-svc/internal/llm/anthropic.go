@@ -141,7 +141,7 @@ func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
 		m := req.Messages[i]
 		switch m.Role {
 		case RoleUser:
-			p.Messages = append(p.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(m.Content)))
+			p.Messages = append(p.Messages, anthropic.NewUserMessage(anthropicUser(m)...))
 		case RoleTool:
 			// Consecutive tool results travel in one user message.
 			var blocks []anthropic.ContentBlockParamUnion
@@ -196,4 +196,21 @@ func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
 		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: &tp})
 	}
 	return p, nil
+}
+
+// anthropicUser is a user message's blocks: images as image blocks and
+// PDFs as document blocks (base64 sources), then the text.
+func anthropicUser(m Message) []anthropic.ContentBlockParamUnion {
+	var blocks []anthropic.ContentBlockParamUnion
+	for _, a := range m.Attachments {
+		switch {
+		case a.IsImage():
+			blocks = append(blocks, anthropic.NewImageBlockBase64(a.Type, a.base64()))
+		case a.IsPDF():
+			doc := anthropic.NewDocumentBlock(anthropic.Base64PDFSourceParam{Data: a.base64()})
+			doc.OfDocument.Title = anthropic.String(a.Name)
+			blocks = append(blocks, doc)
+		}
+	}
+	return append(blocks, anthropic.NewTextBlock(withNotes(m)))
 }

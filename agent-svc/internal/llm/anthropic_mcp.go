@@ -153,12 +153,29 @@ func anthropicMCPParams(req *MCPRequest) anthropic.BetaMessageNewParams {
 		p.System = []anthropic.BetaTextBlockParam{{Text: req.System}}
 	}
 	for _, m := range textHistory(req.Messages) {
-		block := anthropic.NewBetaTextBlock(m.Content)
+		block := anthropic.NewBetaTextBlock(withNotes(m))
 		if m.Role == RoleAssistant {
 			p.Messages = append(p.Messages, anthropic.BetaMessageParam{OfAssistant: &anthropic.BetaAssistantMessageParam{Content: []anthropic.BetaContentBlockParamUnion{block}}})
 			continue
 		}
-		p.Messages = append(p.Messages, anthropic.NewBetaUserMessage(block))
+		p.Messages = append(p.Messages, anthropic.NewBetaUserMessage(append(anthropicBetaAttachments(m), block)...))
 	}
 	return p
+}
+
+// anthropicBetaAttachments are the image and document blocks of a user
+// message's attachments, as anthropicUser makes them for the Messages API.
+func anthropicBetaAttachments(m Message) []anthropic.BetaContentBlockParamUnion {
+	var blocks []anthropic.BetaContentBlockParamUnion
+	for _, a := range m.Attachments {
+		switch {
+		case a.IsImage():
+			blocks = append(blocks, anthropic.NewBetaImageBlock(anthropic.BetaBase64ImageSourceParam{Data: a.base64(), MediaType: anthropic.BetaBase64ImageSourceMediaType(a.Type)}))
+		case a.IsPDF():
+			doc := anthropic.NewBetaDocumentBlock(anthropic.BetaBase64PDFSourceParam{Data: a.base64()})
+			doc.OfDocument.Title = anthropic.String(a.Name)
+			blocks = append(blocks, doc)
+		}
+	}
+	return blocks
 }

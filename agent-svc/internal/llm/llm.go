@@ -32,6 +32,8 @@ type Message struct {
 	ToolName string `json:"tool_name,omitempty"`
 	// IsError marks a tool message that reports a failure.
 	IsError bool `json:"is_error,omitempty"`
+	// Attachments are the files of a user message (attachments.go).
+	Attachments []Attachment `json:"attachments,omitempty"`
 }
 
 // ToolCall is one tool call requested by the model.

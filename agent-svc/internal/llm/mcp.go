@@ -176,6 +176,9 @@ func textHistory(msgs []Message) []Message {
 		switch m.Role {
 		case RoleUser:
 			add(RoleUser, m.Content)
+			if n := len(out); n > 0 && out[n-1].Role == RoleUser {
+				out[n-1].Attachments = append(out[n-1].Attachments, m.Attachments...)
+			}
 		case RoleAssistant:
 			var b strings.Builder
 			b.WriteString(m.Content)

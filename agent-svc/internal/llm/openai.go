@@ -193,7 +193,7 @@ func openaiParams(req *Request) (openai.ChatCompletionNewParams, error) {
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleUser:
-			p.Messages = append(p.Messages, openai.UserMessage(m.Content))
+			p.Messages = append(p.Messages, openaiUser(m))
 		case RoleTool:
 			p.Messages = append(p.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
 		case RoleAssistant:
@@ -223,4 +223,24 @@ func openaiParams(req *Request) (openai.ChatCompletionNewParams, error) {
 		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
 	}
 	return p, nil
+}
+
+// openaiUser is a user message: plain text, or content parts when it
+// brings images (image_url) or PDFs (file) the model takes natively.
+func openaiUser(m Message) openai.ChatCompletionMessageParamUnion {
+	text := withNotes(m)
+	var parts []openai.ChatCompletionContentPartUnionParam
+	for _, a := range m.Attachments {
+		switch {
+		case a.IsImage():
+			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: a.dataURL()}))
+		case a.IsPDF():
+			parts = append(parts, openai.FileContentPart(openai.ChatCompletionContentPartFileFileParam{
+				FileData: openai.String(a.dataURL()), Filename: openai.String(a.Name)}))
+		}
+	}
+	if len(parts) == 0 {
+		return openai.UserMessage(text)
+	}
+	return openai.UserMessage(append([]openai.ChatCompletionContentPartUnionParam{openai.TextContentPart(text)}, parts...))
 }

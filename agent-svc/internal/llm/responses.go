@@ -142,11 +142,11 @@ func responsesParams(req *MCPRequest) responses.ResponseNewParams {
 	}
 	var items responses.ResponseInputParam
 	for _, m := range textHistory(req.Messages) {
-		role := responses.EasyInputMessageRoleUser
 		if m.Role == RoleAssistant {
-			role = responses.EasyInputMessageRoleAssistant
+			items = append(items, responses.ResponseInputItemParamOfMessage(m.Content, responses.EasyInputMessageRoleAssistant))
+			continue
 		}
-		items = append(items, responses.ResponseInputItemParamOfMessage(m.Content, role))
+		items = append(items, responsesUser(m))
 	}
 	p.Input = responses.ResponseNewParamsInputUnion{OfInputItemList: items}
 	return p
@@ -207,4 +207,25 @@ func errorText(raw string) string {
 		return obj.Message
 	}
 	return raw
+}
+
+// responsesUser is a user message: text, or an input list with
+// input_image and input_file items for its images and PDFs.
+func responsesUser(m Message) responses.ResponseInputItemUnionParam {
+	text := withNotes(m)
+	content := responses.ResponseInputMessageContentListParam{{OfInputText: &responses.ResponseInputTextParam{Text: text}}}
+	for _, a := range m.Attachments {
+		switch {
+		case a.IsImage():
+			content = append(content, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
+				ImageURL: openai.String(a.dataURL()), Detail: responses.ResponseInputImageDetailAuto}})
+		case a.IsPDF():
+			content = append(content, responses.ResponseInputContentUnionParam{OfInputFile: &responses.ResponseInputFileParam{
+				FileData: openai.String(a.dataURL()), Filename: openai.String(a.Name)}})
+		}
+	}
+	if len(content) == 1 {
+		return responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser)
+	}
+	return responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)
 }

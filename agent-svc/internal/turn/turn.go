@@ -56,6 +56,14 @@ type Turn struct {
 	// MCPServers are the turn's own external MCP servers (the chat
 	// request's mcp_servers), passed to registry-svc on list and call.
 	MCPServers []agent.ServerSpec
+	// Attachments are the files of the question, their content loaded.
+	Attachments []llm.Attachment
+}
+
+// UserMessage is the turn's question as a model message, with its
+// attachments.
+func (t *Turn) UserMessage() llm.Message {
+	return llm.Message{Role: llm.RoleUser, Content: t.Question, Attachments: t.Attachments}
 }
 
 // Outcome is how a turn ended.

@@ -5,6 +5,7 @@ import { $, h, clear, when, confirmButton } from "./dom.js";
 import { choice, initPicker } from "./models.js";
 import { events } from "./sse.js";
 import { Turn, userMessage } from "./turn.js";
+import * as attach from "./attach.js";
 
 const PAGE = 20;
 
@@ -176,10 +177,11 @@ async function openSession(id) {
     const s = await api(`/api/sessions/${encodeURIComponent(id)}`);
     if (sessionID !== id) return; // another session was opened meanwhile
     for (const turn of s.turns || []) {
-      t.append(userMessage(turn.question || ""));
+      const evs = Array.isArray(turn.events) ? turn.events : [];
+      const files = evs.find((ev) => ev.type === "start")?.attachments || [];
+      t.append(userMessage(turn.question || "", files.map((f) => f.name)));
       const view = new Turn();
       t.append(view.el);
-      const evs = Array.isArray(turn.events) ? turn.events : [];
       if (evs.length) for (const ev of evs) view.apply(ev);
       else view.apply({ type: "text", text: turn.answer || "" });
       view.finish(turn.finish_reason || "stop");
@@ -200,7 +202,8 @@ function newSessionID() {
 async function send(question) {
   const t = transcript();
   showEmpty(false);
-  t.append(userMessage(question));
+  const files = attach.hasFiles() ? await attach.take() : null;
+  t.append(userMessage(question, files ? files.files.map((f) => f.name) : []));
   const view = new Turn();
   t.append(view.el);
   scrollDown(true);
@@ -216,12 +219,20 @@ async function send(question) {
     history.replaceState(null, "", `#/chat/${encodeURIComponent(sessionID)}`);
   }
   const body = { question, session_id: sessionID };
+  if (files) body.attachments = files.attachments;
   const agent = $("composer-agent").value;
   if (agent) body.agent = agent;
   Object.assign(body, choice());
   try {
-    const resp = await request("/api/chat", { method: "POST", body, signal: ctrl.signal });
+    let resp;
+    try {
+      resp = await request("/api/chat", { method: "POST", body, signal: ctrl.signal });
+    } catch (err) {
+      files?.restore(); // refused before the run: the files stay queued
+      throw err;
+    }
     for await (const ev of events(resp.body)) {
+      if (ev.type === "title" && ev.text) showTitle(sessionID, ev.text);
       view.apply(ev);
       if (ev.type === "start" && ev.id) {
         run.runID = ev.id;
@@ -247,6 +258,16 @@ async function send(question) {
   }
 }
 
+/** showTitle shows a session's generated title in the bar and the list. */
+function showTitle(id, title) {
+  const li = $("session-list").querySelector(`li[data-id="${CSS.escape(id)}"]`);
+  if (li?.session) {
+    li.session.title = title;
+    li.querySelector(".session-title").textContent = title;
+  }
+  if (id === sessionID) $("chat-title").textContent = title;
+}
+
 /** stopRun stops the running turn: the run ends cancelled, and its stream says so. */
 function stopRun() {
   if (!running || running.stopping) return;
@@ -267,10 +288,11 @@ async function cancelRun(run) {
 export function init() {
   const input = $("composer-input");
   initPicker();
+  attach.init();
   $("composer").addEventListener("submit", (e) => {
     e.preventDefault();
     const q = input.value.trim();
-    if (!q || running) return;
+    if ((!q && !attach.hasFiles()) || running) return;
     input.value = "";
     send(q);
   });

@@ -4,6 +4,7 @@
 
 import { h, append, clear } from "./dom.js";
 import { Markdown } from "./markdown.js";
+import { lineChart } from "./chart.js";
 
 const STATUS_LABEL = { ok: "done", partial: "partial", error: "failed" };
 const TODO_MARK = { completed: "✓", in_progress: "▸", pending: "○" };
@@ -146,7 +147,23 @@ export class Turn {
     let content = ev.content || "";
     if (ev.error_kind) content = `[${ev.error_kind}] ${content}`;
     call.result.textContent = content;
+    const chart = st === "ok" ? chartOf(ev.content) : null;
+    if (chart) this.chart(call.card, chart);
     if (ev.truncated) call.result.after(h("div", { class: "small muted" }, "The result was truncated for the model."));
+  }
+
+  /** chart draws a tool result's chart below its tool card, one plot per series. */
+  chart(card, spec) {
+    const box = h("figure", { class: "chat-chart" }, h("figcaption", {}, spec.title || "Chart"));
+    card.after(box);
+    this.endText();
+    for (const s of spec.series.slice(0, 6)) {
+      if (!Array.isArray(s.t) || !Array.isArray(s.v) || s.t.length !== s.v.length) continue;
+      const el = h("div", { class: "plot", "data-series": s.name || "" });
+      box.append(el);
+      const points = s.t.map((t, i) => ({ time: new Date(t * 1000).toISOString(), value: s.v[i] }));
+      lineChart(el, { label: s.name || "", unit: s.unit || "", points });
+    }
   }
 
   renderTodos(items) {
@@ -183,7 +200,25 @@ export class Turn {
   }
 }
 
-/** userMessage renders a question. */
-export function userMessage(text) {
-  return h("div", { class: "msg msg-user" }, h("div", { class: "text" }, text));
+/** userMessage renders a question and the names of its attachments. */
+export function userMessage(text, files = []) {
+  const msg = h("div", { class: "msg msg-user" }, h("div", { class: "text" }, text));
+  if (files.length) msg.append(h("ul", { class: "msg-files" }, ...files.map((n) => h("li", { class: "file-chip" }, n))));
+  return msg;
+}
+
+/**
+ * chartOf returns the chart spec a tool result carries ({type:
+ * "timeseries", title, series: [{name, unit, t, v}]}, registry-svc/design.md
+ * "Charts in chat"), or null.
+ */
+function chartOf(content) {
+  if (!content || content[0] !== "{") return null;
+  try {
+    const c = JSON.parse(content).chart;
+    if (c?.type === "timeseries" && Array.isArray(c.series) && c.series.length) return c;
+  } catch {
+    // not JSON: no chart
+  }
+  return null;
 }

@@ -6,6 +6,7 @@ func All() []*Tool {
 	return []*Tool{
 		ReadSkill(),
 		QueryHealthIndicators(),
+		ImportHealthIndicators(),
 		GetGeneticData(),
 		ResolveIndicator(),
 		NormalizeUnit(),

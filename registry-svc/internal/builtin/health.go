@@ -154,6 +154,9 @@ func healthResult(q *userdata.HealthQueryRequest, given []string, resolved map[s
 		}
 		out["bucket"], out["stats"], n = b, orEmpty(resp.Stats), len(resp.Stats)
 	}
+	if c := healthChart(q, resp); c != nil {
+		out["chart"] = c
+	}
 	if n == 0 {
 		note := "No measurements match."
 		if len(given) > 0 {

@@ -151,6 +151,10 @@ type Options struct {
 	// Tracer records each call's run in the host as a span (trace.go);
 	// nil records none.
 	Tracer trace.Tracer
+	// VersionChecked skips CheckVersion: a reload's interpreter is the one
+	// the first Start checked, and the check is a whole Python start-up
+	// (seconds on a loaded machine) before a reload's list_changed.
+	VersionChecked bool
 }
 
 // Pool is a set of host processes serving calls concurrently. Every process
@@ -226,8 +230,10 @@ func Start(ctx context.Context, opts Options) (*Pool, *Discovery, error) {
 		opts.AbandonedLimit = 16
 	}
 	opts.Python = Interpreter(opts.Python)
-	if err := CheckVersion(ctx, opts.Python); err != nil {
-		return nil, nil, err
+	if !opts.VersionChecked {
+		if err := CheckVersion(ctx, opts.Python); err != nil {
+			return nil, nil, err
+		}
 	}
 	p := &Pool{opts: opts, log: opts.Log.With("component", "pyhost"), ready: make(chan struct{}), stopped: make(chan struct{})}
 	type first struct {
