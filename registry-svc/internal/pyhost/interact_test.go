@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/mirobody/mirobody-go/services/registry"
 )
 
@@ -120,6 +123,53 @@ func TestToolAsks(t *testing.T) {
 			}
 			if text := resultText(t, r); text != tt.text || r.MissingCapability != tt.missing || r.InputRequests != nil {
 				t.Errorf("result %q missing %q asks %v, want %q missing %q", text, r.MissingCapability, r.InputRequests, tt.text, tt.missing)
+			}
+		})
+	}
+}
+
+// TestTracedAsks: a traced call that asks, on the host's direct path (a
+// plain function) and on its event loop (a coroutine), sends its log
+// records and questions, and its reply carries the host's timing (the span
+// has the tool's run time), as a traced result does.
+func TestTracedAsks(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	tracer := tp.Tracer("test")
+	p, _, _ := startPool(t, Options{Workers: 1, Tracer: tracer}, "../../testdata/interact")
+	tests := []struct {
+		tool, args, caps, asks string
+	}{
+		{"greet", `{}`, "elicitation", "elicitation-1"},
+		{"summarise", `{"text":"long"}`, "sampling", "summary"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool, func(t *testing.T) {
+			ctx, parent := tracer.Start(context.Background(), "tool "+tt.tool)
+			r, err := p.CallWith(ctx, tt.tool, json.RawMessage(tt.args), &CallOptions{Capabilities: []string{tt.caps}})
+			parent.End()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := r.InputRequests[tt.asks]; !ok || len(r.InputRequests) != 1 {
+				t.Errorf("input requests %v, want %s", r.InputRequests, tt.asks)
+			}
+			var span sdktrace.ReadOnlySpan
+			for _, s := range rec.Ended() {
+				if s.Name() == "pyhost "+tt.tool {
+					span = s
+				}
+			}
+			if span == nil {
+				t.Fatalf("no span pyhost %s", tt.tool)
+			}
+			timed := false
+			for _, a := range span.Attributes() {
+				timed = timed || a.Key == "mirobody.pyhost.run_ms"
+			}
+			if !timed {
+				t.Errorf("span attributes %v: no host timing with the reply", span.Attributes())
 			}
 		})
 	}
