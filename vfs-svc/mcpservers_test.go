@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs/mcpservers"
 	"github.com/mirobody/mirobody-go/services/wire"
 )
@@ -58,16 +59,29 @@ func TestExternalServerSecrets(t *testing.T) {
 		t.Errorf("deleting twice: %v, want not_found", err)
 	}
 
-	// Without SECRET_KEY, credentials are refused rather than stored in the clear.
-	e.svc.secrets = nil
+	// Without SECRET_KEY, credentials are refused rather than stored in the
+	// clear. The service restarts with each key: changing the field under
+	// a running service raced with its handlers (seen under -race).
+	restart := func(key string) {
+		t.Helper()
+		if err := e.svc.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cfg := *e.cfg
+		cfg.SecretKey = key
+		e.svc = New(Options{Config: &cfg, Log: servicetest.Logger(t)})
+		if err := e.svc.Start(ctx); err != nil {
+			t.Fatalf("restarting vfs-svc: %v", err)
+		}
+		t.Cleanup(func() { _ = e.svc.Stop(context.Background()) })
+	}
+	restart("")
 	_, err = m.Create(ctx, &mcpservers.MCPServerCreateRequest{Server: mcpservers.MCPServer{AccountID: acct, Name: "c", URL: "https://c.example/mcp", Secrets: sec}})
 	if !wire.IsCode(err, wire.FailedPrecondition) {
 		t.Errorf("credentials without SECRET_KEY: %v, want failed_precondition", err)
 	}
 	// Under another SECRET_KEY they do not open.
-	if e.svc.secrets, err = secretsBox("key-two"); err != nil {
-		t.Fatal(err)
-	}
+	restart("key-two")
 	list, err = m.List(ctx, &mcpservers.MCPServerListRequest{AccountID: acct, WithSecrets: true})
 	if err != nil || len(list.Servers) != 1 || !list.Servers[0].Unreadable {
 		t.Errorf("another SECRET_KEY: %+v %v, want unreadable", list, err)
