@@ -22,9 +22,11 @@ import (
 
 // taskTools is a tool folder for TestMCPTasks: sleepy runs as a task and
 // leaves a file next to itself when it is cancelled, so the test sees the
-// cancel reach the tool host.
+// cancel reach the tool host; confirm asks the user, which a task cannot.
 const taskTools = `import asyncio
 import pathlib
+
+import mirobody
 
 
 async def sleepy(seconds: float, marker: str) -> str:
@@ -38,6 +40,15 @@ async def sleepy(seconds: float, marker: str) -> str:
 
 
 sleepy.task_support = "optional"
+
+
+def confirm(path: str) -> str:
+    """Asks the user before deleting path."""
+    answer = mirobody.elicit("Delete %s?" % path, {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+    return "deleted" if answer["content"]["ok"] else "kept"
+
+
+confirm.task_support = "optional"
 `
 
 // modernMeta is the _meta of a 2026-07-28 request declaring the tasks
@@ -224,6 +235,29 @@ func TestMCPTasks(t *testing.T) {
 			_, err := os.Stat(filepath.Join(tools, "orphan.cancelled"))
 			return err == nil
 		}, "the tool of a stopped replica's task is cancelled")
+	})
+
+	t.Run("a task's tool cannot ask", func(t *testing.T) {
+		// The client declares elicitation, but nobody waits on a task to
+		// answer: the tool's question ends it with the tool's own error,
+		// a completed task rather than a -32021 for a declared capability.
+		meta := modernMeta(true)
+		meta["io.modelcontextprotocol/clientCapabilities"].(map[string]any)["elicitation"] = map[string]any{}
+		_, r := modernCall(t, one, owner, "tools/call", "confirm", map[string]any{"name": "confirm",
+			"arguments": map[string]any{"path": "a.txt"}, "_meta": meta})
+		id, _ := r.Result["taskId"].(string)
+		if id == "" {
+			t.Fatalf("tools/call confirm: %+v", r)
+		}
+		var last rpcReply
+		servicetest.Eventually(t, 30*time.Second, func() bool {
+			_, last = get(two, owner, id)
+			return last.Result["status"] != "working"
+		}, "task ends")
+		res, _ := last.Result["result"].(map[string]any)
+		if last.Result["status"] != "completed" || res["isError"] != true || !strings.Contains(toJSON(t, res["content"]), "elicitation") {
+			t.Errorf("task of a tool that asks: %+v", last.Result)
+		}
 	})
 
 	t.Run("without the extension", func(t *testing.T) {
