@@ -78,19 +78,11 @@ func (p *Pool) Complete(ctx context.Context, req *registry.CompleteRequest) (*re
 // raised is internal (logged with its traceback), a bad request
 // invalid_argument, anything else not_found.
 func (p *Pool) extra(ctx context.Context, m *message, what string) (*message, error) {
-	if !p.enter() {
-		return nil, ErrClosed
-	}
-	defer p.leave()
-	w, err := p.pick(ctx)
+	w, release, err := p.acquire(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		return nil, err
 	}
-	w.busy.Add(1)
-	defer w.busy.Add(-1)
+	defer release()
 	r, err := w.request(ctx, m, false, callHooks{})
 	switch {
 	case err != nil:

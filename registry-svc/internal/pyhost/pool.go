@@ -451,6 +451,23 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, user
 	return p.CallWith(ctx, name, args, &CallOptions{UserInfo: userInfo, Progress: progress})
 }
 
+// acquire takes the least busy host for one request; release gives it
+// back. It fails when the pool is closed or ctx ends first.
+func (p *Pool) acquire(ctx context.Context) (w *worker, release func(), err error) {
+	if !p.enter() {
+		return nil, nil, ErrClosed
+	}
+	if w, err = p.pick(ctx); err != nil {
+		p.leave()
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		return nil, nil, err
+	}
+	w.busy.Add(1)
+	return w, func() { w.busy.Add(-1); p.leave() }, nil
+}
+
 // CallWith is Call with every option: besides progress, the tool's log
 // records and its questions to the caller (registry-svc/design.md
 // "Logging", "Elicitation and sampling"). A tool waiting for answers
@@ -462,19 +479,11 @@ func (p *Pool) CallWith(ctx context.Context, name string, args json.RawMessage, 
 	if err != nil {
 		return nil, err
 	}
-	if !p.enter() {
-		return nil, ErrClosed
-	}
-	defer p.leave()
-	w, err := p.pick(ctx)
+	w, release, err := p.acquire(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		return nil, err
 	}
-	w.busy.Add(1)
-	defer w.busy.Add(-1)
+	defer release()
 	hooks := callHooks{progress: o.Progress}
 	m := &message{Op: "call", Name: name, Args: args, User: o.UserInfo, Caps: o.Capabilities, Inputs: o.Inputs, Replay: o.Replay}
 	if o.Log != nil && o.LogLevel != "" {
