@@ -57,6 +57,9 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "prompt without a name", body: `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{}}`, status: 200, code: -32602},
 		{name: "prompt with an unknown argument", body: `{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","arguments":{"topic":"y"}}}`, status: 200, code: -32602},
 		{name: "ping", body: `{"jsonrpc":"2.0","id":1,"method":"ping"}`, status: 200, resultHas: `{}`},
+		{name: "set log level", body: `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"info"}}`, status: 200, resultHas: `{}`},
+		{name: "set an unknown log level", body: `{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"loud"}}`, status: 200, code: -32602},
+		{name: "a response to a request we never sent", body: `{"jsonrpc":"2.0","id":"mirobody-input-x-0","result":{"action":"accept"}}`, status: 202},
 		{name: "bad origin is 403", body: listBody, hdr: []string{"Origin", "https://evil.example"}, status: 403},
 		{name: "listed origin", body: listBody, hdr: []string{"Origin", "https://app.example"}, status: 200},
 		{name: "own origin", body: listBody, hdr: []string{"Origin", "https://mcp.example"}, status: 200},
@@ -110,6 +113,7 @@ func TestTransportStatusCodes(t *testing.T) {
 		{name: "modern name header mismatch", body: `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"echo",` + modernMeta + `}}`, hdr: modernHeaders("tools/call", "other"), status: 400, code: -32020},
 		{name: "modern initialize removed", body: `{"jsonrpc":"2.0","id":5,"method":"initialize","params":{` + modernMeta + `}}`, hdr: modernHeaders("initialize", ""), status: 404, code: -32601},
 		{name: "modern ping removed", body: `{"jsonrpc":"2.0","id":5,"method":"ping","params":{` + modernMeta + `}}`, hdr: modernHeaders("ping", ""), status: 404, code: -32601},
+		{name: "modern setLevel removed", body: `{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"info",` + modernMeta + `}}`, hdr: modernHeaders("logging/setLevel", ""), status: 404, code: -32601},
 		{name: "modern unknown method", body: `{"jsonrpc":"2.0","id":5,"method":"x/y","params":{` + modernMeta + `}}`, hdr: modernHeaders("x/y", ""), status: 404, code: -32601},
 		{name: "modern batch", body: `[{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{` + modernMeta + `}}]`, hdr: modernHeaders("tools/list", ""), status: 400, code: -32600},
 		{name: "modern anonymous list is public", body: `{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{` + modernMeta + `}}`, hdr: modernHeaders("tools/list", ""), status: 200, resultHas: `"cacheScope":"public"`},
@@ -162,7 +166,7 @@ func TestTransportStatusCodes(t *testing.T) {
 }
 
 // wantCapabilities is what /mcp advertises (design.md "Capabilities").
-const wantCapabilities = `{"completions":{},"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"tools":{"listChanged":true}}`
+const wantCapabilities = `{"completions":{},"logging":{},"prompts":{"listChanged":true},"resources":{"listChanged":true,"subscribe":true},"tools":{"listChanged":true}}`
 
 func TestInitializeNegotiatesAndSeals(t *testing.T) {
 	f := startFakes(t)

@@ -261,19 +261,19 @@ func (r *Registry) run(ctx context.Context, s *snapshot, e *entry, req *registry
 		return e.ext.conn.call(ctx, e.ext, args)
 	}
 	if e.builtin == nil {
-		var ui any
+		opts := &pyhost.CallOptions{Capabilities: req.ClientCapabilities, Inputs: req.InputResponses, Replay: req.Replay}
 		if e.tool.TakesUserInfo {
-			ui = user
+			opts.UserInfo = user
 		}
-		var report pyhost.ProgressFunc
 		if req.ProgressSubject != "" && r.pub != nil {
 			publish := r.progress(req.ProgressSubject)
-			report = func(progress, total float64, message string) { publish(ctx, progress, total, message) }
+			opts.Progress = func(progress, total float64, message string) { publish(ctx, progress, total, message) }
+			opts.Log, opts.LogLevel = r.logs(ctx, req.ProgressSubject), req.LogLevel
 		}
-		resp, err := r.callPython(ctx, s, req.Name, args, ui, report)
+		resp, err := r.callPython(ctx, s, req.Name, args, opts)
 		if err == pyhost.ErrHostStopped && e.retry && ctx.Err() == nil {
 			r.log.WarnContext(ctx, "tool host stopped during an idempotent call; retrying once", "tool", req.Name)
-			return r.callPython(ctx, r.current(), req.Name, args, ui, report)
+			return r.callPython(ctx, r.current(), req.Name, args, opts)
 		}
 		return resp, err
 	}
@@ -295,14 +295,14 @@ func (r *Registry) run(ctx context.Context, s *snapshot, e *entry, req *registry
 // callPython runs a Python tool. A snapshot retired by a reload between the
 // lookup and the call answers unavailable; the call then goes to the current
 // snapshot's pool, once.
-func (r *Registry) callPython(ctx context.Context, s *snapshot, name string, args json.RawMessage, ui any, report pyhost.ProgressFunc) (*registry.CallResponse, error) {
+func (r *Registry) callPython(ctx context.Context, s *snapshot, name string, args json.RawMessage, opts *pyhost.CallOptions) (*registry.CallResponse, error) {
 	if s.pool == nil {
 		return nil, wire.Errorf(wire.Unavailable, "no Python tool host is running")
 	}
-	resp, err := s.pool.Call(ctx, name, args, ui, report)
+	resp, err := s.pool.CallWith(ctx, name, args, opts)
 	if cur := r.current(); err == pyhost.ErrClosed && cur != s && cur.pool != nil {
 		if _, ok := cur.byName[name]; ok {
-			return cur.pool.Call(ctx, name, args, ui, report)
+			return cur.pool.CallWith(ctx, name, args, opts)
 		}
 	}
 	return resp, err
@@ -318,6 +318,17 @@ func (r *Registry) progress(subject string) func(ctx context.Context, progress, 
 		ev := &registry.ProgressEvent{Progress: progress, Total: total, Message: message}
 		if err := registry.Progress.On(subject).Publish(ctx, r.pub, ev); err != nil {
 			r.log.WarnContext(ctx, "publishing tool progress failed", "subject", subject, "err", err)
+		}
+	}
+}
+
+// logs returns a reporter that publishes a tool's log records to subject,
+// on the progress path, so that they keep their order with progress and
+// arrive before the reply.
+func (r *Registry) logs(ctx context.Context, subject string) pyhost.LogFunc {
+	return func(rec *registry.LogRecord) {
+		if err := registry.Progress.On(subject).Publish(ctx, r.pub, &registry.ProgressEvent{Log: rec}); err != nil {
+			r.log.WarnContext(ctx, "publishing a tool log record failed", "subject", subject, "err", err)
 		}
 	}
 }

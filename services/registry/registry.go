@@ -100,6 +100,21 @@ type CallRequest struct {
 	Meta json.RawMessage `json:"_meta,omitempty"`
 	// Servers are the per-request servers the list had (ListRequest.Servers).
 	Servers []agent.ServerSpec `json:"servers,omitempty"`
+	// LogLevel is the lowest MCP log level ("debug" … "emergency") the
+	// caller wants of the tool's log records, sent as Log events on
+	// ProgressSubject; "" sends none.
+	LogLevel string `json:"log_level,omitempty"`
+	// ClientCapabilities names what the caller can answer for a tool:
+	// "elicitation", "sampling", "roots". A tool asking for anything else
+	// gets an exception (registry-svc/design.md "Elicitation and sampling").
+	ClientCapabilities []string `json:"client_capabilities,omitempty"`
+	// InputResponses are the answers of earlier rounds, by the key of the
+	// input request they answer: the tool runs again and gets them.
+	InputResponses map[string]json.RawMessage `json:"input_responses,omitempty"`
+	// Replay names the input requests the previous run stopped at: until
+	// the tool has their answers it repeats that run, and its log records
+	// and progress, already sent, are dropped.
+	Replay []string `json:"replay,omitempty"`
 }
 
 // CallResponse is an MCP CallToolResult.
@@ -108,6 +123,15 @@ type CallResponse struct {
 	Content           []json.RawMessage `json:"content"`
 	StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
 	IsError           bool              `json:"isError,omitempty"`
+	// InputRequests, when set, say that the tool stopped to ask the caller
+	// (elicitation/create, sampling/createMessage, roots/list requests by
+	// key); Content is empty then. The caller answers them and calls again
+	// with InputResponses holding every answer so far.
+	InputRequests map[string]json.RawMessage `json:"inputRequests,omitempty"`
+	// MissingCapability names the client capability a tool needed and the
+	// caller lacks (the tool did not handle the exception); IsError is set
+	// and Content says so.
+	MissingCapability string `json:"missingCapability,omitempty"`
 }
 
 // CancelEvent cancels a call in flight. It reaches every replica, so it
@@ -124,6 +148,18 @@ type ProgressEvent struct {
 	Progress float64 `json:"progress"`
 	Total    float64 `json:"total,omitempty"`
 	Message  string  `json:"message,omitempty"`
+	// Log, when set, makes this event a log record of the tool rather than
+	// progress (CallRequest.LogLevel).
+	Log *LogRecord `json:"log,omitempty"`
+}
+
+// LogRecord is a tool's log record as MCP notifications/message carries it.
+type LogRecord struct {
+	// Level is an MCP (RFC 5424) level: debug, info, notice, warning, error,
+	// critical, alert, emergency.
+	Level  string          `json:"level"`
+	Logger string          `json:"logger,omitempty"`
+	Data   json.RawMessage `json:"data"`
 }
 
 // ChangedEvent says the tool set changed.

@@ -88,7 +88,7 @@ func TestDevConformance(t *testing.T) {
 func fixtureCopy(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, name := range []string{"conformance_fixtures.py", "conformance_resources.py", "examples.py"} {
+	for _, name := range []string{"conformance_fixtures.py", "conformance_interaction.py", "conformance_resources.py", "examples.py"} {
 		b, err := os.ReadFile(filepath.Join(fixtureTools, name))
 		must(t, err)
 		must(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))

@@ -18,6 +18,7 @@ import (
 	agentsvc "github.com/mirobody/mirobody-go/agent-svc"
 	"github.com/mirobody/mirobody-go/gateway"
 	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
+	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
@@ -32,6 +33,8 @@ const fixtureTools = "../../gateway/testdata/conformance-tools"
 type mcpStack struct {
 	URL string
 	Key string
+	// Config is the stack's configuration, for another gateway replica.
+	Config *conf.Config
 }
 
 // startMCPStack runs the four services on a copy of the fixture folder
@@ -39,7 +42,7 @@ type mcpStack struct {
 func startMCPStack(t *testing.T) *mcpStack {
 	t.Helper()
 	tools := t.TempDir()
-	for _, name := range []string{"conformance_fixtures.py", "conformance_resources.py", "examples.py"} {
+	for _, name := range []string{"conformance_fixtures.py", "conformance_interaction.py", "conformance_resources.py", "examples.py"} {
 		b, err := os.ReadFile(filepath.Join(fixtureTools, name))
 		must(t, err)
 		must(t, os.WriteFile(filepath.Join(tools, name), b, 0o644))
@@ -68,7 +71,7 @@ func startMCPStack(t *testing.T) *mcpStack {
 	must(t, err)
 	key, err := accts.CreateKey(ctx, &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "mcp clients"})
 	must(t, err)
-	return &mcpStack{URL: "http://" + gw.Addr() + "/mcp", Key: key.Key}
+	return &mcpStack{URL: "http://" + gw.Addr() + "/mcp", Key: key.Key, Config: cfg}
 }
 
 // TestMCPClients runs the official clients against the full stack: the Go

@@ -119,8 +119,7 @@ func registryTool(rt registry.Tool) *tool {
 	}
 	return &tool{def: llm.Tool{Name: rt.Name, Description: rt.Description, InputSchema: in}, inREPL: true, remote: true,
 		run: func(ctx context.Context, r *run, args json.RawMessage) result {
-			resp, err := r.a.opts.Registry.Call(ctx, &registry.CallRequest{Caller: caller(r.turn), Name: rt.Name, Arguments: args,
-				Servers: r.turn.MCPServers})
+			resp, err := r.callRegistry(ctx, rt.Name, args)
 			if err != nil {
 				return wireResult(err)
 			}

@@ -23,13 +23,15 @@ const (
 var nullID = json.RawMessage("null")
 
 // rpcMessage is one incoming JSON-RPC message. A nil ID is a notification;
-// a message with a result or error and no method is a response to the
-// server, which /mcp never asks anything, so it is accepted and dropped.
+// a message with a result or error and no method is a response to a
+// server-to-client request of a legacy call (routeResponse).
 type rpcMessage struct {
 	ID       json.RawMessage
 	Method   string
 	Params   json.RawMessage
 	Response bool
+	// Body is the whole message of a Response.
+	Body json.RawMessage
 	// call is Params decoded once (parseMessage) for every step that reads
 	// it: era, checkModern, checkParams, progressToken and call. callErr is
 	// the decoding error, if any; meta is call.Meta as a map, nil when
@@ -146,7 +148,7 @@ func parseMessage(raw json.RawMessage) (*rpcMessage, json.RawMessage, *rpcError)
 	}
 	if m.Method == nil {
 		if id != nil && (m.Result != nil || m.Error != nil) {
-			return &rpcMessage{ID: id, Response: true}, nil, nil
+			return &rpcMessage{ID: id, Response: true, Body: raw}, nil, nil
 		}
 		return nil, replyID, newRPCError(400, jsonrpc.CodeInvalidRequest, "invalid request: method is missing")
 	}
@@ -200,4 +202,13 @@ func metaString(meta map[string]json.RawMessage, key string) string {
 		_ = json.Unmarshal(raw, &s)
 	}
 	return s
+}
+
+// rpcRequest is an outgoing JSON-RPC request: a server-to-client request
+// on a legacy call's stream (askClient).
+type rpcRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params,omitempty"`
 }

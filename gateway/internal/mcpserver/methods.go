@@ -23,13 +23,13 @@ const (
 
 // capabilities is what /mcp advertises: tools, resources (skills, the
 // caller's files, the tool folders') and prompts (skills, the tool
-// folders'), each with list_changed, resource subscriptions, and
-// completions; every other feature answers -32601 (gateway/design.md
+// folders'), each with list_changed, resource subscriptions, completions,
+// and logging; every other feature answers -32601 (gateway/design.md
 // "Capabilities").
 func capabilities() *mcp.ServerCapabilities {
 	return &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true},
 		Resources: &mcp.ResourceCapabilities{Subscribe: true, ListChanged: true}, Prompts: &mcp.PromptCapabilities{ListChanged: true},
-		Completions: &mcp.CompletionCapabilities{}}
+		Completions: &mcp.CompletionCapabilities{}, Logging: &mcp.LoggingCapabilities{}}
 }
 
 // serverInfo names the gateway to clients.
@@ -65,6 +65,8 @@ func (m *Server) dispatch(w http.ResponseWriter, q *request, msg *rpcMessage) (a
 		return m.getPrompt(ctx, q, msg)
 	case msg.Method == "completion/complete":
 		return m.complete(ctx, q, msg)
+	case msg.Method == "logging/setLevel" && !q.modern:
+		return m.setLevel(q, msg)
 	case q.modern && (msg.Method == "tasks/get" || msg.Method == "tasks/update" || msg.Method == "tasks/cancel"):
 		return m.taskMethod(ctx, q, msg)
 	}
@@ -92,7 +94,13 @@ func (m *Server) initialize(w http.ResponseWriter, q *request, msg *rpcMessage) 
 		account = q.principal.AccountID
 	}
 	if w != nil {
-		w.Header().Set(headerSessionID, m.sealer.seal(session{Version: v, Account: account}))
+		// Read from the raw params: the SDK's type marshals an empty roots.
+		var raw struct {
+			Capabilities json.RawMessage `json:"capabilities"`
+		}
+		_ = json.Unmarshal(msg.Params, &raw)
+		caps := capabilityNames(raw.Capabilities)
+		w.Header().Set(headerSessionID, m.sealer.seal(session{Version: v, Account: account, Caps: caps}))
 	}
 	return &mcp.InitializeResult{ProtocolVersion: v, Capabilities: capabilities(), ServerInfo: m.serverInfo(),
 		Instructions: "Mirobody tools. tools/list shows the tools this caller may use; sign in (Bearer API key) to see personal tools. " +

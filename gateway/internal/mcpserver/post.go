@@ -66,6 +66,7 @@ func (m *Server) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if single.Response {
+		m.routeResponse(q, single)
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -217,6 +218,7 @@ func (m *Server) batch(w http.ResponseWriter, q *request, raws []json.RawMessage
 		case perr != nil:
 			out = append(out, rpcResponse{JSONRPC: "2.0", ID: id, Error: perr.Err})
 		case msg.Response:
+			m.routeResponse(q, msg)
 		case msg.notification():
 			m.notify(q, msg)
 		case msg.Method == "tools/call":

@@ -92,6 +92,7 @@ type Server struct {
 	sealer    *sealer
 	revoked   *authn.Revocations
 	hub       *hub
+	levels    *logLevels
 	challenge string
 	params    *paramIndex
 	tasks     *taskRunner
@@ -121,6 +122,10 @@ func New(opts Options) (*Server, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("subscribing to %s: %w", subjectSessionDeleted, err)
 	}
+	levels, err := newLogLevels(opts.Conn)
+	if err != nil {
+		return nil, err
+	}
 	h, err := newHub(opts.Conn)
 	if err != nil {
 		return nil, err
@@ -132,7 +137,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("flushing the event subscriptions: %w", err)
 	}
 	base := strings.TrimRight(opts.PublicURL, "/")
-	return &Server{Options: opts, registry: registry.NewClient(opts.Bus), files: files.NewFS(opts.Bus), sealer: seal, revoked: revoked, hub: h,
+	return &Server{Options: opts, registry: registry.NewClient(opts.Bus), files: files.NewFS(opts.Bus), sealer: seal, revoked: revoked, hub: h, levels: levels,
 		params: &paramIndex{now: time.Now}, lists: &encodedLists{},
 		tasks:     newTaskRunner(opts.Bus, opts.TaskTTL),
 		challenge: `Bearer resource_metadata="` + base + `/.well-known/oauth-protected-resource/mcp", scope="mcp"`}, nil

@@ -24,6 +24,9 @@ type session struct {
 	Issued int64 `json:"t"`
 	// Nonce makes two sessions of one client at one second distinct.
 	Nonce string `json:"n"`
+	// Caps are the client's capabilities a tool may use (elicitation,
+	// sampling, roots), declared in initialize.
+	Caps []string `json:"c,omitempty"`
 }
 
 // sealer seals and opens session ids with AES-256-GCM. The first key

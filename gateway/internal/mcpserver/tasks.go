@@ -187,8 +187,8 @@ func taskSupport(t *registry.Tool) string {
 // Every other call (legacy era, tools without task support, a client
 // without the extension calling an optional one) is left to callTool.
 func (m *Server) callAsTask(w http.ResponseWriter, q *request, msg *rpcMessage) bool {
-	var p callParams
-	if !q.modern || json.Unmarshal(msg.Params, &p) != nil || p.Name == "" {
+	p := &msg.call
+	if !q.modern || msg.callErr != nil || p.Name == "" {
 		return false
 	}
 	ctx := q.r.Context()
@@ -216,7 +216,7 @@ func (m *Server) callAsTask(w http.ResponseWriter, q *request, msg *rpcMessage) 
 	if _, err := registry.Arguments(p.Name, p.Arguments); err != nil {
 		return false // the plain call renders the argument error
 	}
-	res, e := m.startTask(ctx, q, &p)
+	res, e := m.startTask(ctx, q, p)
 	if e != nil {
 		writeRPCError(w, msg.ID, e)
 		return true
@@ -268,7 +268,7 @@ func (m *Server) startTask(ctx context.Context, q *request, p *callParams) (*cre
 // tool's result (a tool error included, as isError), or failed with the
 // JSON-RPC error of a call that could not be made.
 func (m *Server) runTask(ctx context.Context, q *request, p *callParams, t *tasks.Task) {
-	res, e := m.run(ctx, q, p, t.CallID, nil)
+	res, e := m.run(ctx, q, p, t.CallID, callIO{background: true})
 	fin := &tasks.FinishRequest{ID: t.ID, AccountID: t.AccountID, Status: tasks.StatusCompleted}
 	if e == nil {
 		fin.Result, _ = json.Marshal(res)

@@ -91,7 +91,7 @@ func (p *Pool) extra(ctx context.Context, m *message, what string) (*message, er
 	}
 	w.busy.Add(1)
 	defer w.busy.Add(-1)
-	r, err := w.request(ctx, m, false, nil)
+	r, err := w.request(ctx, m, false, callHooks{})
 	switch {
 	case err != nil:
 		return nil, err

@@ -8,7 +8,7 @@ never corrupt the protocol.
 Operations: hello (sent once at start), discover, call, cancel, ping, and
 read, prompt, complete for the modules' RESOURCES and PROMPTS (extras.py,
 which runs in front of this script); while a call runs, the host may send
-progress lines for it.
+progress and log lines for it.
 Discovery, schemas and calls follow registry-svc/design.md ("Tool
 discovery", "Input schema", "Calling").
 
@@ -29,6 +29,7 @@ import functools
 import importlib.util
 import inspect
 import json
+import logging
 import math
 import os
 import re
@@ -655,8 +656,7 @@ class Host(object):
                 # ... when its call started, as Host.call does.
                 self.timings[mid] = {"received_ns": msg.get("_received_ns"), "started_ns": time.time_ns()}
             ctx = contextvars.copy_context()
-            ctx.run(HELPERS._call.set, (self.report_progress, mid) if msg.get("want_progress") else None)
-            ctx.run(HELPERS._traceparent.set, msg.get("traceparent"))
+            ctx.run(self.enter_call, mid, msg)
             self.pool.submit(ctx.run, self.call_direct, mid, tool, msg, call)
             return True
         if op == "cancel":
@@ -693,12 +693,8 @@ class Host(object):
             if inspect.isgenerator(value):
                 value = run_sync(mid, collect_sync, {"gen": value})
             line = self.result_line(mid, name, value)
-        except GeneratorTooLarge as e:
-            line = dumps(self.with_timing(mid, {"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True}}))
         except BaseException as e:
-            text = "%s failed: %s: %s" % (name, type(e).__name__, e)
-            line = dumps(self.with_timing(mid, {"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},
-                                                "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))}))
+            line = dumps(self.with_timing(mid, failure(mid, name, e)))
         with THREADS_LOCK:
             if call.cancelled:
                 return
@@ -762,8 +758,7 @@ class Host(object):
             if tool.takes_user_info:
                 kwargs["user_info"] = msg.get("user_info")
             # This task's own context: the tool's thread or coroutine sees it.
-            HELPERS._call.set((self.report_progress, mid) if msg.get("want_progress") else None)
-            HELPERS._traceparent.set(msg.get("traceparent"))
+            self.enter_call(mid, msg)
             if tool.is_async:
                 if timing is not None:
                     timing["run_ns"] = time.time_ns()
@@ -787,15 +782,22 @@ class Host(object):
                 if mid in RUNNING:
                     ABANDONED.add(mid)
             self.reply(mid, {"id": mid, "cancelled": True})
-        except GeneratorTooLarge as e:
-            self.reply(mid, {"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True}})
         except BaseException as e:
-            text = "%s failed: %s: %s" % (name, type(e).__name__, e)
-            self.reply(mid, {"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},
-                             "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))})
+            self.reply(mid, failure(mid, name, e))
         finally:
             TASKS.pop(mid, None)
             self.timings.pop(mid, None)
+
+    def enter_call(self, mid, msg):
+        """Sets call mid's context, which its tool sees in its thread or
+        coroutine: its progress reporter, what it may send and ask its
+        caller (design.md "Logging", "Elicitation and sampling"), its
+        traceparent. Both paths of a call (call, call_direct) run it in the
+        call's own context."""
+        HELPERS._call.set((self.report_progress, mid) if msg.get("want_progress") else None)
+        HELPERS._interact.set(HELPERS._Interaction(functools.partial(self.report_log, mid), msg.get("log_level"),
+                                                   msg.get("caps"), msg.get("inputs"), msg.get("replay")))
+        HELPERS._traceparent.set(msg.get("traceparent"))
 
     def reply(self, mid, msg):
         """Sends a call's reply, with its timing when the call is traced."""
@@ -853,11 +855,35 @@ class Host(object):
             m["message"] = message
         self.send(m)
 
+    def report_log(self, mid, level, logger, data):
+        m = {"id": mid, "op": "log", "level": level, "data": jsonable(data)}
+        if logger:
+            m["logger"] = logger
+        self.send(m)
+
     def run(self):
         asyncio.set_event_loop(self.loop)
+        install_log_handler()
         threading.Thread(target=self.read_loop, name="reader", daemon=True).start()
         self.send({"op": "hello", "python": "%d.%d.%d" % sys.version_info[:3], "pid": os.getpid()})
         self.loop.run_forever()
+
+
+def failure(mid, name, e):
+    """The reply to call mid of tool name that raised e (cancellation
+    aside): the questions of a tool that waits for its caller's answers
+    (mirobody.ask), or a failed result."""
+    if isinstance(e, HELPERS.InputRequired):
+        return {"id": mid, "result": {"content": [], "inputRequests": jsonable(e.requests)}}
+    if isinstance(e, HELPERS.CapabilityUnavailable):
+        text = "%s failed: %s" % (name, e)
+        return {"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True,
+                                      "missingCapability": e.capability}}
+    if isinstance(e, GeneratorTooLarge):
+        return {"id": mid, "result": {"content": [{"type": "text", "text": "%s failed: %s" % (name, e)}], "isError": True}}
+    text = "%s failed: %s: %s" % (name, type(e).__name__, e)
+    return {"id": mid, "result": {"content": [{"type": "text", "text": text}], "isError": True},
+            "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))}
 
 
 class DirectCall(object):
@@ -888,6 +914,46 @@ def run_sync(mid, fn, kwargs):
         with THREADS_LOCK:
             RUNNING.discard(mid)
             ABANDONED.discard(mid)
+
+
+class CallerLogHandler(logging.Handler):
+    """Sends the log records of a tool call to its caller, at the level the
+    caller asked for (design.md "Logging"); records outside a call, or below
+    that level, go nowhere."""
+
+    def emit(self, record):
+        st = HELPERS._interact.get()
+        if st is None:
+            return
+        level = mcp_level(record.levelno)
+        if not st.wants(level):
+            return
+        try:
+            st.send_log(level, record.name, self.format(record))
+        except Exception:
+            self.handleError(record)
+
+
+def mcp_level(levelno):
+    """The MCP level of a Python logging level."""
+    for limit, name in ((logging.INFO, "debug"), (logging.WARNING, "info"), (logging.ERROR, "warning"),
+                        (logging.CRITICAL, "error")):
+        if levelno < limit:
+            return name
+    return "critical"
+
+
+def install_log_handler():
+    """Lets every record of a tool reach CallerLogHandler. The root logger
+    had no handler, so Python printed warnings and above to stderr (its
+    last resort); a stderr handler at WARNING keeps that for the service
+    log."""
+    root = logging.getLogger()
+    err = logging.StreamHandler(sys.stderr)
+    err.setLevel(logging.WARNING)
+    root.addHandler(err)
+    root.addHandler(CallerLogHandler())
+    root.setLevel(logging.DEBUG)
 
 
 def log(level, msg, **attrs):

@@ -46,6 +46,30 @@ var script = []byte("MIROBODY_SOURCE = " + strconv.Quote(helperSource) + "\n" + 
 // ProgressFunc receives a running tool's mirobody.progress reports.
 type ProgressFunc func(progress, total float64, message string)
 
+// LogFunc receives a running tool's log records (mirobody.log and Python
+// logging) at or above CallOptions.LogLevel.
+type LogFunc func(*registry.LogRecord)
+
+// CallOptions are the parts of a call beyond the tool and its arguments.
+type CallOptions struct {
+	// UserInfo is passed as the tool's user_info (nil unless it takes it).
+	UserInfo any
+	// Progress, when set, receives the tool's mirobody.progress reports,
+	// all before the call returns; when nil they are dropped in the host.
+	Progress ProgressFunc
+	// Log receives the tool's log records at or above LogLevel (an MCP
+	// level); with LogLevel "" none are sent.
+	Log      LogFunc
+	LogLevel string
+	// Capabilities and Inputs are registry.CallRequest's
+	// ClientCapabilities and InputResponses: what the tool may ask the
+	// caller, and the answers so far.
+	Capabilities []string
+	Inputs       map[string]json.RawMessage
+	// Replay is registry.CallRequest's Replay.
+	Replay []string
+}
+
 // MinPython is the oldest supported Python version.
 var MinPython = [2]int{3, 9}
 
@@ -253,7 +277,7 @@ func (p *Pool) launch(ctx context.Context, s *slot, report bool) (*worker, *Disc
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := w.request(ctx, &message{Op: "discover", Dirs: p.opts.Dirs}, false, nil)
+	r, err := w.request(ctx, &message{Op: "discover", Dirs: p.opts.Dirs}, false, callHooks{})
 	if err == nil && r.Error != "" {
 		err = errors.New(r.Error)
 	}
@@ -369,7 +393,7 @@ func (p *Pool) watch(s *slot, w *worker) {
 func (p *Pool) ping(s *slot, w *worker) {
 	ctx, cancel := context.WithTimeout(context.Background(), p.opts.HangTimeout)
 	defer cancel()
-	r, err := w.request(ctx, &message{Op: "ping"}, false, nil)
+	r, err := w.request(ctx, &message{Op: "ping"}, false, callHooks{})
 	if err != nil || r.Abandoned < p.opts.AbandonedLimit || !s.cur.CompareAndSwap(w, nil) {
 		return
 	}
@@ -424,6 +448,14 @@ func (p *Pool) pick(ctx context.Context) (*worker, error) {
 // is ready; ctx's error when ctx ended first (the host is asked to cancel
 // the call).
 func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, userInfo any, progress ProgressFunc) (*registry.CallResponse, error) {
+	return p.CallWith(ctx, name, args, &CallOptions{UserInfo: userInfo, Progress: progress})
+}
+
+// CallWith is Call with every option: besides progress, the tool's log
+// records and its questions to the caller (registry-svc/design.md
+// "Logging", "Elicitation and sampling"). A tool waiting for answers
+// returns a result with InputRequests.
+func (p *Pool) CallWith(ctx context.Context, name string, args json.RawMessage, o *CallOptions) (*registry.CallResponse, error) {
 	// Python reads the protocol as UTF-8: other bytes could never be
 	// decoded into the tool's arguments.
 	args, err := registry.Arguments(name, args)
@@ -443,7 +475,11 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, user
 	}
 	w.busy.Add(1)
 	defer w.busy.Add(-1)
-	m := &message{Op: "call", Name: name, Args: args, User: userInfo}
+	hooks := callHooks{progress: o.Progress}
+	m := &message{Op: "call", Name: name, Args: args, User: o.UserInfo, Caps: o.Capabilities, Inputs: o.Inputs, Replay: o.Replay}
+	if o.Log != nil && o.LogLevel != "" {
+		hooks.log, m.LogLevel = o.Log, o.LogLevel
+	}
 	// Only a recorded call is traced in the host: without an exporter the
 	// host keeps no timing and the tool sees no traceparent.
 	traced := p.opts.Tracer != nil && trace.SpanFromContext(ctx).IsRecording()
@@ -451,7 +487,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage, user
 		m.Traceparent = traceparent(ctx)
 	}
 	sent := time.Now()
-	r, err := w.request(ctx, m, true, progress)
+	r, err := w.request(ctx, m, true, hooks)
 	if traced {
 		p.record(ctx, w, name, sent, r, err)
 	}

@@ -268,7 +268,7 @@ func TestInvalidUTF8Arguments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := w.request(ctx, &message{Op: "call", Name: "echo", Args: args}, true, nil)
+	r, err := w.request(ctx, &message{Op: "call", Name: "echo", Args: args}, true, callHooks{})
 	if err != nil {
 		t.Fatalf("request: %v (the host never answered)", err)
 	}

@@ -29,9 +29,15 @@ type message struct {
 	Args json.RawMessage `json:"args,omitempty"`
 	User any             `json:"user_info,omitempty"`
 	// WantProgress asks the host to relay the tool's mirobody.progress calls.
-	WantProgress bool   `json:"want_progress,omitempty"`
-	Python       string `json:"python,omitempty"`
-	PID          int    `json:"pid,omitempty"`
+	WantProgress bool `json:"want_progress,omitempty"`
+	// LogLevel, Caps, Inputs and Replay are CallOptions' LogLevel,
+	// Capabilities, Inputs and Replay.
+	LogLevel string                     `json:"log_level,omitempty"`
+	Caps     []string                   `json:"caps,omitempty"`
+	Inputs   map[string]json.RawMessage `json:"inputs,omitempty"`
+	Replay   []string                   `json:"replay,omitempty"`
+	Python   string                     `json:"python,omitempty"`
+	PID      int                        `json:"pid,omitempty"`
 	// Traceparent is the W3C trace context of the registry's call span.
 	Traceparent string `json:"traceparent,omitempty"`
 	// Timing is the host's own timing of a call (trace.go).
@@ -59,7 +65,11 @@ type message struct {
 	Progress float64 `json:"progress,omitempty"`
 	Total    float64 `json:"total,omitempty"`
 	Message  string  `json:"message,omitempty"`
-	died     error
+	// Level, Logger and Data come with op "log" for call ID.
+	Level  string          `json:"level,omitempty"`
+	Logger string          `json:"logger,omitempty"`
+	Data   json.RawMessage `json:"data,omitempty"`
+	died   error
 }
 
 // hostLog is a log line the host reports with a reply (discovery problems).
@@ -82,17 +92,18 @@ type worker struct {
 	wmu     sync.Mutex
 	mu      sync.Mutex
 	pending map[int64]chan *message
-	// progress holds the reporters of calls in flight that asked for it.
-	progress map[int64]ProgressFunc
-	err      error // set once the worker is dead
-	nextID   atomic.Int64
-	busy     atomic.Int64
-	pong     atomic.Int64 // unix nanos of the last heartbeat reply
-	done     chan struct{}
-	hello    chan *message
-	output   sync.WaitGroup
-	tmp      string // the sandboxed host's private temp dir, removed at exit
-	idx      int    // the slot's index: the worker id in logs and spans
+	// hooks holds the progress and log reporters of calls in flight that
+	// asked for them.
+	hooks  map[int64]callHooks
+	err    error // set once the worker is dead
+	nextID atomic.Int64
+	busy   atomic.Int64
+	pong   atomic.Int64 // unix nanos of the last heartbeat reply
+	done   chan struct{}
+	hello  chan *message
+	output sync.WaitGroup
+	tmp    string // the sandboxed host's private temp dir, removed at exit
+	idx    int    // the slot's index: the worker id in logs and spans
 }
 
 // hostCommand returns the interpreter command of one host: confined in sb,
@@ -170,7 +181,7 @@ func spawn(ctx context.Context, python string, env []string, sb *sandbox.Sandbox
 	outW.Close()
 	w := &worker{
 		log: log.With("pid", cmd.Process.Pid), cmd: cmd, in: inW, out: outR, tmp: tmp,
-		pending: map[int64]chan *message{}, progress: map[int64]ProgressFunc{}, done: make(chan struct{}), hello: make(chan *message, 1),
+		pending: map[int64]chan *message{}, hooks: map[int64]callHooks{}, done: make(chan struct{}), hello: make(chan *message, 1),
 	}
 	w.pong.Store(time.Now().UnixNano())
 	w.output.Add(2)
@@ -221,14 +232,17 @@ func (w *worker) readLoop() {
 			w.hello <- &m
 			continue
 		}
-		if m.Op == "progress" {
+		if m.Op == "progress" || m.Op == "log" {
 			// Reported here, in protocol order, so that every progress
-			// line reaches the caller before the call's result.
+			// and log line reaches the caller before the call's result.
 			w.mu.Lock()
-			report := w.progress[m.ID]
+			h := w.hooks[m.ID]
 			w.mu.Unlock()
-			if report != nil {
-				report(m.Progress, m.Total, m.Message)
+			switch {
+			case m.Op == "progress" && h.progress != nil:
+				h.progress(m.Progress, m.Total, m.Message)
+			case m.Op == "log" && h.log != nil:
+				h.log(&registry.LogRecord{Level: m.Level, Logger: m.Logger, Data: m.Data})
 			}
 			continue
 		}
@@ -238,7 +252,7 @@ func (w *worker) readLoop() {
 		w.mu.Lock()
 		ch := w.pending[m.ID]
 		delete(w.pending, m.ID)
-		delete(w.progress, m.ID)
+		delete(w.hooks, m.ID)
 		w.mu.Unlock()
 		if ch != nil {
 			ch <- &m
@@ -262,7 +276,7 @@ func (w *worker) readLoop() {
 	w.err = err
 	pending := w.pending
 	w.pending = map[int64]chan *message{}
-	clear(w.progress)
+	clear(w.hooks)
 	w.mu.Unlock()
 	// done closes first, so that a caller woken below never picks this
 	// worker again.
@@ -272,10 +286,16 @@ func (w *worker) readLoop() {
 	}
 }
 
+// callHooks receive a call's progress and log lines; either may be nil.
+type callHooks struct {
+	progress ProgressFunc
+	log      LogFunc
+}
+
 // request sends m with a fresh id and waits for its reply or ctx. When ctx
-// ends first, cancel (if set) is sent to the host. progress, when set,
-// receives the call's progress lines until request returns.
-func (w *worker) request(ctx context.Context, m *message, cancel bool, progress ProgressFunc) (*message, error) {
+// ends first, cancel (if set) is sent to the host. hooks receive the call's
+// progress and log lines until request returns.
+func (w *worker) request(ctx context.Context, m *message, cancel bool, hooks callHooks) (*message, error) {
 	m.ID = w.nextID.Add(1)
 	ch := make(chan *message, 1)
 	w.mu.Lock()
@@ -284,9 +304,11 @@ func (w *worker) request(ctx context.Context, m *message, cancel bool, progress 
 		return nil, ErrHostStopped
 	}
 	w.pending[m.ID] = ch
-	if progress != nil {
+	if hooks.progress != nil {
 		m.WantProgress = true
-		w.progress[m.ID] = progress
+	}
+	if hooks.progress != nil || hooks.log != nil {
+		w.hooks[m.ID] = hooks
 	}
 	w.mu.Unlock()
 	if err := w.send(m); err != nil {
@@ -311,7 +333,7 @@ func (w *worker) request(ctx context.Context, m *message, cancel bool, progress 
 func (w *worker) forget(id int64) {
 	w.mu.Lock()
 	delete(w.pending, id)
-	delete(w.progress, id)
+	delete(w.hooks, id)
 	w.mu.Unlock()
 }
 
