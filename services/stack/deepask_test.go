@@ -1,0 +1,89 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/mirobody/mirobody-go/agent-svc/scripted"
+	"github.com/mirobody/mirobody-go/services/agent"
+	"github.com/mirobody/mirobody-go/services/conf"
+)
+
+// askStack is a chat stack whose scripted model calls book_table, a
+// Python tool that samples the model and then asks the user; the model's
+// answer repeats the tool's result. greetings counts the samplings.
+func askStack(t *testing.T) (st *chatStack, greetings *atomic.Int32) {
+	t.Helper()
+	greetings = &atomic.Int32{}
+	srv := scripted.New(func(r *scripted.Received) (scripted.Step, error) {
+		switch {
+		case r.System == "You greet.":
+			greetings.Add(1)
+			return scripted.Step{Text: "hello"}, nil
+		case r.StepsSinceUser() == 0:
+			return scripted.Step{Calls: []scripted.Call{{Name: "book_table", Args: `{"restaurant":"Chez Go"}`}}}, nil
+		}
+		res := r.ToolResults()
+		return scripted.Step{Text: "tool said: " + res[len(res)-1].Content}, nil
+	})
+	t.Cleanup(srv.Close)
+	tools, err := filepath.Abs("testdata/sample-tools")
+	must(t, err)
+	return startChatStack(t, srv, func(c *conf.Config) { c.MCPToolDirs = append(c.MCPToolDirs, tools) }), greetings
+}
+
+// TestDeepToolAsk: in a Deep turn of a client that can answer (can_ask),
+// a tool's mirobody.elicit pauses the run with an ask event (the call id,
+// the tool, the question and its schema) that ends the stream; POST
+// /api/runs/{id}/answer resumes it, the tool runs again with the answer
+// (and with its earlier sampling answer, so the model is sampled once),
+// and GET /api/runs/{id}/stream follows the rest. An answer for another
+// call, or an approval decision, is refused.
+func TestDeepToolAsk(t *testing.T) {
+	st, greetings := askStack(t)
+	cases := []struct {
+		name, answer, want string
+	}{
+		{"accept", `{"action":"accept","content":{"name":"Ada","people":3,"seating":"outside","vegetarian":true}}`,
+			"tool said: booked Chez Go: Ada x3 outside vegetarian=True (hello)"},
+		{"decline", `{"action":"decline"}`, "tool said: not booked: decline"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			greetings.Store(0)
+			evs := readSSE(t, st.postSSE(t, "/api/chat", `{"question":"book it","agent":"deep","provider":"oa","can_ask":true}`, ""))
+			last, start := evs[len(evs)-1], evs[0].ev
+			var schema struct {
+				Required []string `json:"required"`
+			}
+			if last.ev.Type != agent.EventAsk || last.ev.Name != "book_table" || last.ev.ID == "" || last.ev.Message != "How should we book Chez Go?" ||
+				json.Unmarshal(last.ev.Schema, &schema) != nil || strings.Join(schema.Required, ",") != "name,people" {
+				t.Fatalf("the paused stream: %+v", evs)
+			}
+			if len(ofType(evs.events(), agent.EventToolResult)) != 0 {
+				t.Fatalf("a tool result before the answer: %+v", evs)
+			}
+			if resp := st.postSSE(t, "/api/runs/"+start.ID+"/answer", `{"tool_call_id":"other","action":"decline"}`, ""); resp.StatusCode != http.StatusPreconditionFailed {
+				t.Errorf("an answer for another call: %s", resp.Status)
+			}
+			if resp := st.postSSE(t, "/api/runs/"+start.ID+"/approve", `{"decision":"approve"}`, ""); resp.StatusCode == http.StatusAccepted {
+				t.Errorf("an approval of a question was accepted")
+			}
+			if resp := st.postSSE(t, "/api/runs/"+start.ID+"/answer", tc.answer, ""); resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("answer: %s", resp.Status)
+			}
+			rest := readSSE(t, st.getSSE(t, "/api/runs/"+start.ID+"/stream", st.Key, fmt.Sprint(last.id)))
+			if finishOf(rest.events()) != agent.FinishStop || textOf(rest.events()) != tc.want {
+				t.Fatalf("after the answer: %q %+v", textOf(rest.events()), rest)
+			}
+			if n := greetings.Load(); n != 1 {
+				t.Errorf("the tool sampled the model %d times, want once", n)
+			}
+		})
+	}
+}
