@@ -34,7 +34,10 @@ func askStack(t *testing.T) (st *chatStack, greetings *atomic.Int32) {
 	t.Cleanup(srv.Close)
 	tools, err := filepath.Abs("testdata/sample-tools")
 	must(t, err)
-	return startChatStack(t, srv, func(c *conf.Config) { c.MCPToolDirs = append(c.MCPToolDirs, tools) }), greetings
+	return startChatStack(t, srv, func(c *conf.Config) {
+		c.MCPToolDirs = append(c.MCPToolDirs, tools)
+		c.Provider = "oa"
+	}), greetings
 }
 
 // TestDeepToolAsk: in a Deep turn of a client that can answer (can_ask),
