@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -88,5 +89,20 @@ func TestDeepToolAsk(t *testing.T) {
 				t.Errorf("the tool sampled the model %d times, want once", n)
 			}
 		})
+	}
+}
+
+// TestChatCLIAsk: `mirobody chat` asks a tool's question on the terminal,
+// field by field (a bad value is asked again, empty takes the default),
+// and the turn goes on with the answer.
+func TestChatCLIAsk(t *testing.T) {
+	st, _ := askStack(t)
+	var out, errw strings.Builder
+	err := runChat(context.Background(), []string{"--config", "testdata/empty.yaml", "--url", st.URL, "--key", st.Key, "--provider", "oa", "book"},
+		strings.NewReader("a\nAda\nmany\n\noutside\nyes\n"), &out, &errw)
+	want := "tool said: booked Chez Go: Ada x2 outside vegetarian=True (hello)"
+	if err != nil || !strings.Contains(out.String(), "? book_table asks: How should we book Chez Go?") ||
+		!strings.Contains(out.String(), "that is not a whole number") || !strings.Contains(out.String(), want) {
+		t.Fatalf("err %v, output:\n%s\n%s", err, out.String(), errw.String())
 	}
 }
