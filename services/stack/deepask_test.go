@@ -13,6 +13,8 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/vfs/accounts"
 )
 
 // askStack is a chat stack whose scripted model calls book_table, a
@@ -20,7 +22,18 @@ import (
 // answer repeats the tool's result. greetings counts the samplings.
 func askStack(t *testing.T) (st *chatStack, greetings *atomic.Int32) {
 	t.Helper()
-	greetings = &atomic.Int32{}
+	srv, greetings := askProvider(t)
+	tools, err := filepath.Abs("testdata/sample-tools")
+	must(t, err)
+	return startChatStack(t, srv, func(c *conf.Config) {
+		c.MCPToolDirs = append(c.MCPToolDirs, tools)
+		c.Provider = "oa"
+	}), greetings
+}
+
+// askProvider is the scripted model of askStack.
+func askProvider(t *testing.T) (*scripted.Server, *atomic.Int32) {
+	greetings := &atomic.Int32{}
 	srv := scripted.New(func(r *scripted.Received) (scripted.Step, error) {
 		switch {
 		case r.System == "You greet.":
@@ -33,12 +46,7 @@ func askStack(t *testing.T) (st *chatStack, greetings *atomic.Int32) {
 		return scripted.Step{Text: "tool said: " + res[len(res)-1].Content}, nil
 	})
 	t.Cleanup(srv.Close)
-	tools, err := filepath.Abs("testdata/sample-tools")
-	must(t, err)
-	return startChatStack(t, srv, func(c *conf.Config) {
-		c.MCPToolDirs = append(c.MCPToolDirs, tools)
-		c.Provider = "oa"
-	}), greetings
+	return srv, greetings
 }
 
 // TestDeepToolAsk: in a Deep turn of a client that can answer (can_ask),
@@ -104,5 +112,44 @@ func TestChatCLIAsk(t *testing.T) {
 	if err != nil || !strings.Contains(out.String(), "? book_table asks: How should we book Chez Go?") ||
 		!strings.Contains(out.String(), "that is not a whole number") || !strings.Contains(out.String(), want) {
 		t.Fatalf("err %v, output:\n%s\n%s", err, out.String(), errw.String())
+	}
+}
+
+// TestDeepToolAskRestart: the question a paused run waits for lives in
+// Postgres only: every service stops and new ones start, and the answer
+// then resumes the run on the new agent replica, the tool getting it.
+func TestDeepToolAskRestart(t *testing.T) {
+	srv, _ := askProvider(t)
+	natsURL := servicetest.NATS(t)
+	db := servicetest.Postgres(t, nil)
+	cfg := testConfig(t, natsURL, db.DSN)
+	tools, err := filepath.Abs("testdata/sample-tools")
+	must(t, err)
+	cfg.MCPToolDirs = []string{tools, "builtin"}
+	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "m", BaseURL: srv.OpenAIBaseURL()}}
+	cfg.HeartbeatMS = 100
+	stack := &approvalStack{cfg: cfg}
+	stack.start(t)
+	t.Cleanup(stack.stop)
+	accts := accounts.NewAccounts(servicetest.Client(t, natsURL))
+	acct, err := accts.Create(context.Background(), &accounts.AccountCreateRequest{Email: "ask@example.com"})
+	must(t, err)
+	key, err := accts.CreateKey(context.Background(), &accounts.KeyCreateRequest{AccountID: acct.ID, Name: "k"})
+	must(t, err)
+	st := &chatStack{URL: "http://" + stack.gw.Addr(), Key: key.Key}
+	evs := readSSE(t, st.postSSE(t, "/api/chat", `{"question":"book it","provider":"oa","can_ask":true}`, ""))
+	last, start := evs[len(evs)-1], evs[0].ev
+	if last.ev.Type != agent.EventAsk {
+		t.Fatalf("the paused stream: %+v", evs)
+	}
+	stack.stop()
+	stack.start(t)
+	st.URL = "http://" + stack.gw.Addr()
+	if resp := st.postSSE(t, "/api/runs/"+start.ID+"/answer", `{"action":"accept","content":{"name":"Bo","people":1}}`, ""); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("answer: %s", resp.Status)
+	}
+	rest := readSSE(t, st.getSSE(t, "/api/runs/"+start.ID+"/stream", st.Key, fmt.Sprint(last.id)))
+	if want := "tool said: booked Chez Go: Bo x1 any vegetarian=None (hello)"; finishOf(rest.events()) != agent.FinishStop || textOf(rest.events()) != want {
+		t.Fatalf("after the answer: %q, want %q", textOf(rest.events()), want)
 	}
 }
