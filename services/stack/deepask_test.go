@@ -93,6 +93,9 @@ func TestDeepToolAsk(t *testing.T) {
 			if finishOf(rest.events()) != agent.FinishStop || textOf(rest.events()) != tc.want {
 				t.Fatalf("after the answer: %q %+v", textOf(rest.events()), rest)
 			}
+			if n := len(ofType(rest.events(), agent.EventToolCall)); n != 0 {
+				t.Errorf("the call that asked was shown again (%d tool_call events)", n)
+			}
 			if n := greetings.Load(); n != 1 {
 				t.Errorf("the tool sampled the model %d times, want once", n)
 			}

@@ -36,6 +36,9 @@ func TestWebChatAsk(t *testing.T) {
 	if got := eval[string](b, `document.querySelector("#transcript .msg-assistant:last-child .msg-body").textContent`); !strings.Contains(got, want) {
 		t.Errorf("the turn after the answer shows %q, want %q", got, want)
 	}
+	if n := eval[int](b, `document.querySelectorAll("#transcript .msg-assistant:last-child .tool-call").length`); n != 1 {
+		t.Errorf("%d tool call cards, want the one that asked", n)
+	}
 	b.screenshot("ask-answered.png")
 
 	b.do("starting a new chat", chromedp.Click(chromedp.ID("new-chat")))

@@ -329,8 +329,15 @@ func (r *run) addUsage(u llm.Usage) {
 // for them together, into r.results. Each result is streamed (and
 // checkpointed) as soon as it is ready; a call cancelled mid-way has none.
 func (r *run) runTools(ctx context.Context, calls []llm.ToolCall) {
+	r.mu.Lock()
+	asked := maps.Clone(r.asks)
+	r.mu.Unlock()
 	for _, tc := range calls {
-		r.emit(agent.Event{Type: agent.EventToolCall, ID: tc.ID, Name: tc.Name, Args: tc.Args})
+		// A call that asked the user was shown before the question; it
+		// runs again with the answer under the same card.
+		if _, ok := asked[tc.ID]; !ok {
+			r.emit(agent.Event{Type: agent.EventToolCall, ID: tc.ID, Name: tc.Name, Args: tc.Args})
+		}
 	}
 	one := func(tc llm.ToolCall) {
 		res := r.callTool(ctx, tc)
