@@ -272,21 +272,31 @@ func (rec *recorder) Save(ctx context.Context, cp *turn.Checkpoint) error {
 	return rec.sync(ctx)
 }
 
-// Pause implements turn.Durable: the approval event, the checkpoint and
-// the paused state are recorded together.
-func (rec *recorder) Pause(ctx context.Context, cp *turn.Checkpoint, call llm.ToolCall) error {
+// Pause implements turn.Durable: the approval (or ask) event, the
+// checkpoint and the paused state are recorded together.
+func (rec *recorder) Pause(ctx context.Context, cp *turn.Checkpoint, call llm.ToolCall, ask *turn.Ask) error {
 	data, err := json.Marshal(cp)
 	if err != nil {
 		return fmt.Errorf("encoding a checkpoint: %w", err)
 	}
 	if len(data) > rec.budget()*2 {
-		return fmt.Errorf("pausing for an approval: the run's state (%d bytes) is over the NATS max payload", len(data))
+		return fmt.Errorf("pausing for the user: the run's state (%d bytes) is over the NATS max payload", len(data))
 	}
 	rec.mu.Lock()
 	rec.cp = data
 	rec.cpGen++
 	rec.approval = &runs.Approval{ToolCallID: call.ID, Tool: call.Name, Arguments: call.Args}
-	rec.buf = append(rec.buf, agent.Event{Type: agent.EventApproval, ID: call.ID, Name: call.Name, Args: call.Args})
+	ev := agent.Event{Type: agent.EventApproval, ID: call.ID, Name: call.Name, Args: call.Args}
+	if ask != nil {
+		var p struct {
+			Message string          `json:"message"`
+			Schema  json.RawMessage `json:"requestedSchema"`
+		}
+		_ = json.Unmarshal(ask.Params, &p) // the registry checked its shape
+		rec.approval.Ask = ask.Params
+		ev = agent.Event{Type: agent.EventAsk, ID: call.ID, Name: call.Name, Message: p.Message, Schema: p.Schema}
+	}
+	rec.buf = append(rec.buf, ev)
 	rec.mu.Unlock()
 	if err := rec.sync(ctx); err != nil {
 		return err

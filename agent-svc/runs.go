@@ -276,7 +276,7 @@ func (r *turnRun) emit(ev agent.Event) {
 // keep adds ev to the display transcript, which merges streamed text and
 // reasoning. The caller holds r.mu.
 func (r *turnRun) keep(ev agent.Event) {
-	if ev.Type == agent.EventHeartbeat || ev.Type == agent.EventApproval {
+	if ev.Type == agent.EventHeartbeat || agent.Paused(ev.Type) {
 		return
 	}
 	ev.Seq = 0
@@ -323,7 +323,8 @@ func (r *turnRun) turn(ctx context.Context, log *slog.Logger) string {
 	t := &turn.Turn{AccountID: r.req.AccountID, SessionID: r.sessionID, Question: r.req.Question, History: r.history,
 		Provider: r.provider.provider, Remote: r.provider.remote, Prompt: r.prompt, MCPToken: r.req.MCPToken, Model: r.provider.model, Emit: r.emit, MCPServers: r.req.MCPServers,
 		PromptData: turn.PromptData{Date: today(r.req.Timezone), Timezone: r.req.Timezone, Language: r.req.Language, Skills: skills.Load(cfg.SkillDirs, r.s.log)},
-		Resume:     r.resume, Durable: r.rec, Interrupt: cfg.InterruptOnDeep}
+		Resume:     r.resume, Durable: r.rec, Interrupt: cfg.InterruptOnDeep,
+		CanAsk: r.req.CanAsk}
 	atts, err := r.s.loadAttachments(ctx, files.Scope{AccountID: r.req.AccountID, SessionID: r.sessionID}, r.req.Attachments)
 	var out *turn.Outcome
 	if err == nil {

@@ -82,10 +82,18 @@ func (s *Service) resume(ctx context.Context, run *runs.Run, owner string, hb ti
 		if cp == nil {
 			cp = &turn.Checkpoint{}
 		}
-		if cp.Decisions == nil {
-			cp.Decisions = map[string]runs.Decision{}
+		if d := *run.Decision; d.Decision == runs.DecisionAnswer {
+			// The answer to a tool's question: the tool runs again with it.
+			if a, ok := cp.Asks[d.ToolCallID]; ok {
+				a.Answer = d.Answer
+				cp.Asks[d.ToolCallID] = a
+			}
+		} else {
+			if cp.Decisions == nil {
+				cp.Decisions = map[string]runs.Decision{}
+			}
+			cp.Decisions[d.ToolCallID] = d
 		}
-		cp.Decisions[run.Decision.ToolCallID] = *run.Decision
 		r.decided = true
 	}
 	r.resume = cp

@@ -41,6 +41,9 @@ type chatRequest struct {
 	MCPServers []agent.ServerSpec `json:"mcp_servers"`
 	// Attachments are files of the message (agent-svc/design.md "Attachments").
 	Attachments []attach.File `json:"attachments"`
+	// CanAsk says the client answers a tool's questions (ask events,
+	// POST /api/runs/{id}/answer).
+	CanAsk bool `json:"can_ask"`
 }
 
 // chat answers POST /api/chat with the turn's events as Server-Sent
@@ -65,7 +68,7 @@ func (s *Service) chat(c echo.Context) error {
 	}
 	req := &agent.StartRequest{RunID: uuid.NewString(), AccountID: principal(c).AccountID, SessionID: body.SessionID, Question: q,
 		Agent: body.Agent, Provider: body.Provider, Model: body.Model, Language: body.Language, Timezone: body.Timezone,
-		PromptName: body.PromptName, MCPServers: body.MCPServers}
+		PromptName: body.PromptName, MCPServers: body.MCPServers, CanAsk: body.CanAsk}
 	cfg := s.opts.Config
 	err := attach.ForTurn(c.Request().Context(), files.NewFS(s.node.Client), req, body.Attachments,
 		attach.Limits{MaxBytes: cfg.AttachMaxBytes, MaxFiles: cfg.AttachMaxFiles, Types: cfg.AttachTypes, MaxPayload: s.node.Client.MaxPayload()})
@@ -377,20 +380,53 @@ func (s *Service) approveRun(c echo.Context) error {
 	if err := s.bindJSON(c, &body, "the body must be a JSON object with a decision: approve, edit or reject"); err != nil {
 		return err
 	}
+	return s.decide(c, id, runs.Decision{ToolCallID: body.ToolCallID, Decision: body.Decision, Arguments: body.Arguments, Reason: body.Reason})
+}
+
+// answerRequest is the body of POST /api/runs/{id}/answer: an MCP
+// ElicitResult for the tool call that asks.
+type answerRequest struct {
+	// ToolCallID names the call that asks; empty means the one the run
+	// waits for.
+	ToolCallID string `json:"tool_call_id"`
+	// Action is accept, decline or cancel.
+	Action string `json:"action"`
+	// Content holds the answer's fields (accept).
+	Content map[string]any `json:"content,omitempty"`
+}
+
+// answerRun answers POST /api/runs/{id}/answer: the user's answer to the
+// question a tool of the caller's paused run asks (agent-svc/design.md
+// "Questions from tools"). The tool runs again with it.
+func (s *Service) answerRun(c echo.Context) error {
+	id, err := runID(c)
+	if err != nil {
+		return err
+	}
+	var body answerRequest
+	if err := s.bindJSON(c, &body, "the body must be a JSON object with an action: accept, decline or cancel"); err != nil {
+		return err
+	}
+	answer, _ := json.Marshal(map[string]any{"action": body.Action, "content": body.Content})
+	return s.decide(c, id, runs.Decision{ToolCallID: body.ToolCallID, Decision: runs.DecisionAnswer, Answer: answer})
+}
+
+// decide records d for the run id (the call it waits for when d names
+// none) and answers 202.
+func (s *Service) decide(c echo.Context, id string, d runs.Decision) error {
 	ctx, account := c.Request().Context(), principal(c).AccountID
 	store := runs.NewClient(s.node.Client)
-	if body.ToolCallID == "" {
+	if d.ToolCallID == "" {
 		cur, err := store.Events(ctx, &runs.EventsRequest{RunID: id, AccountID: account, After: math.MaxInt64})
 		if err != nil {
 			return err
 		}
 		if cur.Approval == nil {
-			return wire.Errorf(wire.FailedPrecondition, "run %s is not waiting for an approval", id)
+			return wire.Errorf(wire.FailedPrecondition, "run %s is not waiting for the user", id)
 		}
-		body.ToolCallID = cur.Approval.ToolCallID
+		d.ToolCallID = cur.Approval.ToolCallID
 	}
-	run, err := store.Decide(ctx, &runs.DecideRequest{RunID: id, AccountID: account, Decision: runs.Decision{ToolCallID: body.ToolCallID,
-		Decision: body.Decision, Arguments: body.Arguments, Reason: body.Reason}})
+	run, err := store.Decide(ctx, &runs.DecideRequest{RunID: id, AccountID: account, Decision: d})
 	if err != nil {
 		return err
 	}

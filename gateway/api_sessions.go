@@ -17,6 +17,7 @@ func (s *Service) chatRoutes(api *echo.Group) {
 	api.POST("/chat", s.chat)
 	api.POST("/runs/:id/cancel", s.cancelRun)
 	api.POST("/runs/:id/approve", s.approveRun)
+	api.POST("/runs/:id/answer", s.answerRun)
 	api.GET("/runs/:id/stream", s.streamRun)
 	api.GET("/sessions", s.listSessions)
 	api.GET("/sessions/:id", s.getSession)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -224,13 +225,22 @@ func (s *Service) decideRun(ctx context.Context, req *runs.DecideRequest) (*runs
 		if json.Unmarshal(req.Decision.Arguments, &args) != nil {
 			return nil, wire.Errorf(wire.InvalidArgument, "edit needs arguments, a JSON object")
 		}
+	case runs.DecisionAnswer:
+		var a struct {
+			Action  string         `json:"action"`
+			Content map[string]any `json:"content"`
+		}
+		if json.Unmarshal(req.Decision.Answer, &a) != nil || !slices.Contains([]string{"accept", "decline", "cancel"}, a.Action) {
+			return nil, wire.Errorf(wire.InvalidArgument, "answer needs an action (accept, decline or cancel) and an object as content")
+		}
 	default:
-		return nil, wire.Errorf(wire.InvalidArgument, "decision must be approve, edit or reject")
+		return nil, wire.Errorf(wire.InvalidArgument, "decision must be approve, edit, reject or answer")
 	}
 	decision, _ := json.Marshal(req.Decision)
+	// A question is answered, an approval decided, never the other way.
 	r, err := scanRun(s.pool.QueryRow(ctx, `UPDATE runs SET state = 'running', decision = $3, approval = NULL, lease_until = now(), updated = now()
-		WHERE id = $1 AND account_id = $2 AND state = 'paused' AND approval->>'tool_call_id' = $4 RETURNING `+runCols,
-		req.RunID, req.AccountID, decision, req.Decision.ToolCallID))
+		WHERE id = $1 AND account_id = $2 AND state = 'paused' AND approval->>'tool_call_id' = $4 AND (approval->'ask' IS NOT NULL) = $5 RETURNING `+runCols,
+		req.RunID, req.AccountID, decision, req.Decision.ToolCallID, req.Decision.Decision == runs.DecisionAnswer))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, wire.Errorf(wire.FailedPrecondition, "run %s is not waiting for an approval of call %q", req.RunID, req.Decision.ToolCallID)
 	}

@@ -93,8 +93,21 @@ func TestRuns(t *testing.T) {
 	if evs.State != runs.StatePaused || evs.Approval == nil || evs.Approval.ToolCallID != "c1" {
 		t.Fatalf("a paused run reads as %+v", evs)
 	}
-	_, err = rs.Decide(c, &runs.DecideRequest{RunID: id, AccountID: alice, Decision: runs.Decision{ToolCallID: "c1", Decision: runs.DecisionEdit, Arguments: json.RawMessage(`[1]`)}})
-	wantCode(t, err, wire.InvalidArgument)
+	for _, tc := range []struct {
+		name string
+		d    runs.Decision
+		code wire.Code
+	}{
+		{"an edit without an object", runs.Decision{Decision: runs.DecisionEdit, Arguments: json.RawMessage(`[1]`)}, wire.InvalidArgument},
+		{"an answer without an action", runs.Decision{Decision: runs.DecisionAnswer, Answer: json.RawMessage(`{"action":"maybe"}`)}, wire.InvalidArgument},
+		{"an answer to an approval", runs.Decision{Decision: runs.DecisionAnswer, Answer: json.RawMessage(`{"action":"accept","content":{}}`)}, wire.FailedPrecondition},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.d.ToolCallID = "c1"
+			_, err := rs.Decide(c, &runs.DecideRequest{RunID: id, AccountID: alice, Decision: tc.d})
+			wantCode(t, err, tc.code)
+		})
+	}
 	_, err = rs.Decide(c, &runs.DecideRequest{RunID: id, AccountID: alice, Decision: runs.Decision{ToolCallID: "c1", Decision: runs.DecisionReject, Reason: "no"}})
 	wantCode(t, err, "")
 	resp, err = rs.Claim(c, &runs.ClaimRequest{RunID: id, Owner: "c", LeaseMS: 60000})

@@ -60,6 +60,10 @@ type StartRequest struct {
 	// through registry-svc. Their tokens travel only inside NATS and are
 	// never logged.
 	MCPServers []ServerSpec `json:"mcp_servers,omitempty"`
+	// CanAsk says the client answers a tool's questions (ask events),
+	// so a Deep turn's tools may elicit; without it mirobody.elicit
+	// raises CapabilityUnavailable.
+	CanAsk bool `json:"can_ask,omitempty"`
 	// Attachments are the files of the turn's message, which the gateway
 	// has already stored in the session's folder (agent-svc/design.md
 	// "Attachments"); the run reads them from there.
@@ -137,7 +141,15 @@ const (
 	// EventApproval says the run paused until the user approves, edits
 	// or rejects a tool call (ID, Name, Args); it ends the stream.
 	EventApproval = "approval"
+	// EventAsk says the run paused because a tool asks the user
+	// (mirobody.elicit): ID is the tool call's id, Name the tool, Message
+	// the question and Schema its flat JSON Schema; it ends the stream.
+	EventAsk = "ask"
 )
+
+// Paused says whether an event of type typ pauses the run until the
+// user answers (an approval or a tool's question); it ends the stream.
+func Paused(typ string) bool { return typ == EventApproval || typ == EventAsk }
 
 // Finish reasons of an end event.
 const (
@@ -192,7 +204,9 @@ type Event struct {
 	// Attachments are the question's files, on the start event, so that
 	// a saved transcript shows them.
 	Attachments []Attachment `json:"attachments,omitempty"`
-	// Message is the text of a notice or an error.
+	// Message is the text of a notice or an error, or an ask's question.
 	Message      string `json:"message,omitempty"`
 	FinishReason string `json:"finish_reason,omitempty"`
+	// Schema is the requested schema of an ask event.
+	Schema json.RawMessage `json:"schema,omitempty"`
 }

@@ -107,7 +107,7 @@ func (c *Client) follow(ctx context.Context, sub *nats.Subscription, runID strin
 	next := after + 1
 	pending := map[int64]Event{}
 	// deliver passes on the events now in order; done is true after an
-	// end or approval event.
+	// end, approval or ask event.
 	deliver := func() (done bool) {
 		for {
 			e, ok := pending[next]
@@ -117,7 +117,7 @@ func (c *Client) follow(ctx context.Context, sub *nats.Subscription, runID strin
 			delete(pending, next)
 			next++
 			onEvent(e)
-			if e.Type == EventEnd || e.Type == EventApproval {
+			if e.Type == EventEnd || Paused(e.Type) {
 				return true
 			}
 		}

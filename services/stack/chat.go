@@ -31,8 +31,8 @@ todos as they happen. Without --key it uses the dev demo key in DEV_DIR.
 file (repeat it for several): images and PDFs reach the model as they
 are, text files as text (CHAT_ATTACHMENT_* set the limits). A tool call
 that needs approval (INTERRUPT_ON_DEEP) is shown and asked about on the
-terminal. Ctrl-C stops the turn (POST /api/runs/{id}/cancel); a second
-one quits.
+terminal, and so is a tool's question to the user (mirobody.elicit).
+Ctrl-C stops the turn (POST /api/runs/{id}/cancel); a second one quits.
 `
 
 // runChat is `mirobody chat "question"`.
@@ -81,7 +81,8 @@ func runChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt)
 	defer stopSignals()
 	c := &chatClient{base: strings.TrimSuffix(*url, "/"), key: *key}
-	body, _ := json.Marshal(map[string]any{"question": question, "session_id": *session, "agent": *agentName, "provider": *provider, "attachments": files})
+	body, _ := json.Marshal(map[string]any{"question": question, "session_id": *session, "agent": *agentName, "provider": *provider, "attachments": files,
+		"can_ask": true})
 	resp, err := c.do(ctx, http.MethodPost, "/api/chat", body, "")
 	in := bufio.NewReader(stdin)
 	st := &chatState{}
@@ -94,11 +95,15 @@ func runChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if !errors.Is(err, errPaused) {
 			return c.interrupted(ctx, st, stdout, err)
 		}
-		decision, aerr := askApproval(in, stdout, st.approval)
+		path, ask := "/approve", askApproval
+		if st.approval.Type == agent.EventAsk {
+			path, ask = "/answer", askUser
+		}
+		decision, aerr := ask(in, stdout, st.approval)
 		if aerr != nil {
 			return aerr
 		}
-		ack, aerr := c.do(ctx, http.MethodPost, "/api/runs/"+st.runID+"/approve", decision, "")
+		ack, aerr := c.do(ctx, http.MethodPost, "/api/runs/"+st.runID+path, decision, "")
 		if aerr != nil {
 			return c.interrupted(ctx, st, stdout, aerr)
 		}
@@ -209,8 +214,8 @@ func askApproval(in *bufio.Reader, w io.Writer, ev agent.Event) ([]byte, error) 
 }
 
 // chatState is what a chat follows across streams: its run, the last
-// event id seen (to resume with Last-Event-ID), and the approval a paused
-// run waits for.
+// event id seen (to resume with Last-Event-ID), and the approval (or ask)
+// event a paused run waits for.
 type chatState struct {
 	runID    string
 	lastID   int64
@@ -261,7 +266,7 @@ func renderChat(r io.Reader, w io.Writer, raw bool, st *chatState) error {
 			switch ev.Type {
 			case agent.EventEnd:
 				return finishErr(ev.FinishReason)
-			case agent.EventApproval:
+			case agent.EventApproval, agent.EventAsk:
 				st.approval = ev
 				return errPaused
 			}
@@ -315,7 +320,7 @@ func renderChat(r io.Reader, w io.Writer, raw bool, st *chatState) error {
 			endLine()
 			fmt.Fprintf(w, "(%s)\n", ev.FinishReason)
 			return finishErr(ev.FinishReason)
-		case agent.EventApproval:
+		case agent.EventApproval, agent.EventAsk:
 			endLine()
 			st.approval = ev
 			return errPaused

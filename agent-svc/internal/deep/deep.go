@@ -119,11 +119,16 @@ type run struct {
 	pending   *llm.Message
 	results   map[string]llm.Message
 	decisions map[string]runs.Decision
+	// asks are the questions of the pending step's calls to the user, by
+	// call id (guarded by mu): an unanswered one pauses the run after the
+	// step's other calls, an answered one goes to its tool's next run.
+	asks map[string]turn.Ask
 }
 
 // Run implements turn.Agent.
 func (a *Agent) Run(ctx context.Context, t *turn.Turn) (*turn.Outcome, error) {
-	r := &run{a: a, turn: t, durable: t.Durable, results: map[string]llm.Message{}, decisions: map[string]runs.Decision{}}
+	r := &run{a: a, turn: t, durable: t.Durable, results: map[string]llm.Message{}, decisions: map[string]runs.Decision{},
+		asks: map[string]turn.Ask{}}
 	if cp := t.Resume; cp != nil {
 		r.messages, r.steps, r.usage, r.pending = cp.Messages, cp.Steps, cp.Usage, cp.Pending
 		if r.pending != nil {
@@ -131,6 +136,7 @@ func (a *Agent) Run(ctx context.Context, t *turn.Turn) (*turn.Outcome, error) {
 		}
 		maps.Copy(r.results, cp.Results)
 		maps.Copy(r.decisions, cp.Decisions)
+		maps.Copy(r.asks, cp.Asks)
 	} else {
 		r.messages = append(append([]llm.Message(nil), t.History...), t.UserMessage())
 	}
@@ -231,7 +237,7 @@ func (r *run) finishStep(ctx context.Context, msg llm.Message) (finish string, o
 		}
 		d, decided := r.decisions[tc.ID]
 		if !decided {
-			err := r.durable.Pause(ctx, r.checkpoint(), tc)
+			err := r.durable.Pause(ctx, r.checkpoint(), tc, nil)
 			if errors.Is(err, turn.ErrPaused) {
 				return "", false // the run says how it paused
 			}
@@ -256,12 +262,29 @@ func (r *run) finishStep(ctx context.Context, msg llm.Message) (finish string, o
 		// The step is incomplete: keep the history without it.
 		return r.fail(ctx, ctx.Err()), false
 	}
+	for _, tc := range msg.ToolCalls {
+		r.mu.Lock()
+		a, asks := r.asks[tc.ID]
+		_, done := r.results[tc.ID]
+		r.mu.Unlock()
+		if done || !asks || a.Answer != nil {
+			continue
+		}
+		// A tool asks the user: the step's other calls have their
+		// results, and the run waits for the answer.
+		err := r.durable.Pause(ctx, r.checkpoint(), tc, &a)
+		if errors.Is(err, turn.ErrPaused) {
+			return "", false
+		}
+		return r.fail(ctx, err), false
+	}
 	r.messages = append(r.messages, msg)
 	for _, tc := range msg.ToolCalls {
 		r.messages = append(r.messages, r.results[tc.ID])
 	}
 	r.pending = nil
 	clear(r.results)
+	clear(r.asks)
 	return "", true
 }
 
@@ -271,7 +294,7 @@ func (r *run) checkpoint() *turn.Checkpoint {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return &turn.Checkpoint{Messages: r.messages, Pending: r.pending, Results: maps.Clone(r.results), Decisions: maps.Clone(r.decisions),
-		Steps: r.steps + 1, Usage: r.usage}
+		Asks: maps.Clone(r.asks), Steps: r.steps + 1, Usage: r.usage}
 }
 
 // save checkpoints the turn, if it is durable.
@@ -306,12 +329,19 @@ func (r *run) addUsage(u llm.Usage) {
 // for them together, into r.results. Each result is streamed (and
 // checkpointed) as soon as it is ready; a call cancelled mid-way has none.
 func (r *run) runTools(ctx context.Context, calls []llm.ToolCall) {
+	r.mu.Lock()
+	asked := maps.Clone(r.asks)
+	r.mu.Unlock()
 	for _, tc := range calls {
-		r.emit(agent.Event{Type: agent.EventToolCall, ID: tc.ID, Name: tc.Name, Args: tc.Args})
+		// A call that asked the user was shown before the question; it
+		// runs again with the answer under the same card.
+		if _, ok := asked[tc.ID]; !ok {
+			r.emit(agent.Event{Type: agent.EventToolCall, ID: tc.ID, Name: tc.Name, Args: tc.Args})
+		}
 	}
 	one := func(tc llm.ToolCall) {
 		res := r.callTool(ctx, tc)
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && !res.asking {
 			r.addResult(ctx, tc, res)
 		}
 	}
@@ -362,6 +392,7 @@ func (r *run) fail(ctx context.Context, err error) string {
 // makes, a subagent's steps and the registry's spans are its children.
 func (r *run) callTool(ctx context.Context, tc llm.ToolCall) (res result) {
 	ctx, span := r.a.opts.Tracer.Start(ctx, "execute_tool "+tc.Name)
+	ctx = context.WithValue(ctx, callIDKey{}, tc.ID)
 	defer func() { endToolSpan(span, tc, r.byName[tc.Name], res) }()
 	t, ok := r.byName[tc.Name]
 	if !ok {

@@ -26,7 +26,9 @@ func (s *saves) Save(_ context.Context, cp *turn.Checkpoint) error {
 	return nil
 }
 
-func (s *saves) Pause(context.Context, *turn.Checkpoint, llm.ToolCall) error { return turn.ErrPaused }
+func (s *saves) Pause(context.Context, *turn.Checkpoint, llm.ToolCall, *turn.Ask) error {
+	return turn.ErrPaused
+}
 
 // TestResume: a turn resumed from a checkpoint runs only the pending
 // step's calls that have no result, keeps the results in call order, and

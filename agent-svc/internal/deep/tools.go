@@ -37,6 +37,9 @@ type result struct {
 	isError   bool
 	kind      string
 	truncated bool
+	// asking says the call stopped at a question to the user (r.asks):
+	// it has no result yet.
+	asking bool
 }
 
 func (r result) status() string {
@@ -120,6 +123,9 @@ func registryTool(rt registry.Tool) *tool {
 	return &tool{def: llm.Tool{Name: rt.Name, Description: rt.Description, InputSchema: in}, inREPL: true, remote: true,
 		run: func(ctx context.Context, r *run, args json.RawMessage) result {
 			resp, err := r.callRegistry(ctx, rt.Name, args)
+			if errors.Is(err, errAsking) {
+				return result{asking: true}
+			}
 			if err != nil {
 				return wireResult(err)
 			}

@@ -67,6 +67,9 @@ type Turn struct {
 	// Interrupt names the tools whose calls need the user's approval
 	// (INTERRUPT_ON_{NAME}).
 	Interrupt []string
+	// CanAsk says the client answers tools' questions (the chat
+	// request's can_ask): a durable turn's tools may then elicit.
+	CanAsk bool
 }
 
 // UserMessage is the turn's question as a model message, with its

@@ -218,7 +218,8 @@ async function send(question) {
     sessionID = newSessionID();
     history.replaceState(null, "", `#/chat/${encodeURIComponent(sessionID)}`);
   }
-  const body = { question, session_id: sessionID };
+  // can_ask: this page answers a tool's questions (ask events).
+  const body = { question, session_id: sessionID, can_ask: true };
   if (files) body.attachments = files.attachments;
   const agent = $("composer-agent").value;
   if (agent) body.agent = agent;
@@ -237,7 +238,7 @@ async function send(question) {
       for await (const ev of events(resp.body, state)) {
         if (ev.type === "title" && ev.text) showTitle(sessionID, ev.text);
         view.apply(ev);
-        if (ev.type === "approval") approval = ev;
+        if (ev.type === "approval" || ev.type === "ask") approval = ev;
         if (ev.type === "start" && ev.id) {
           run.runID = ev.id;
           if (run.stopping) cancelRun(run); // Stop was pressed before the run had an id
@@ -253,9 +254,14 @@ async function send(question) {
       // The run waits for the user (its state is on the server, so the
       // page may close meanwhile); then its stream goes on from here.
       scrollDown(true);
-      const decision = await view.askApproval(approval);
       const id = encodeURIComponent(run.runID);
-      await api(`/api/runs/${id}/approve`, { method: "POST", body: decision, signal: ctrl.signal });
+      if (approval.type === "ask") {
+        const answer = await view.ask(approval);
+        await api(`/api/runs/${id}/answer`, { method: "POST", body: answer, signal: ctrl.signal });
+      } else {
+        const decision = await view.askApproval(approval);
+        await api(`/api/runs/${id}/approve`, { method: "POST", body: decision, signal: ctrl.signal });
+      }
       resp = await request(`/api/runs/${id}/stream?after=${encodeURIComponent(state.lastId || "0")}`, { signal: ctrl.signal });
     }
     if (!view.finished) view.apply({ type: "error", message: "The connection closed before the turn ended." });

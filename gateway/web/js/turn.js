@@ -5,6 +5,7 @@
 import { h, append, clear } from "./dom.js";
 import { Markdown } from "./markdown.js";
 import { lineChart } from "./chart.js";
+import { askForm } from "./askform.js";
 
 const STATUS_LABEL = { ok: "done", partial: "partial", error: "failed" };
 const TODO_MARK = { completed: "✓", in_progress: "▸", pending: "○" };
@@ -98,7 +99,8 @@ export class Turn {
         this.finish(ev.finish_reason || "stop");
         break;
       case "approval":
-        break; // askApproval renders it, for the live stream only
+      case "ask":
+        break; // askApproval and ask render them, for the live stream only
       default:
         break; // heartbeat, and types newer than this page
     }
@@ -227,6 +229,17 @@ export class Turn {
       this.endText();
       this.reasoning = null;
     });
+  }
+
+  /**
+   * ask shows a tool's question as a form and resolves to the answer
+   * (the body of POST /api/runs/{id}/answer).
+   */
+  ask(ev) {
+    const answer = askForm(this.body, ev);
+    this.endText();
+    this.reasoning = null;
+    return answer;
   }
 
   /** finish marks the turn over, with a note unless it ended normally. */

@@ -54,6 +54,8 @@ const (
 	DecisionApprove = "approve"
 	DecisionEdit    = "edit"
 	DecisionReject  = "reject"
+	// DecisionAnswer answers a tool's question (Approval.Ask) with Answer.
+	DecisionAnswer = "answer"
 )
 
 // Run is a run's row.
@@ -88,17 +90,23 @@ type Approval struct {
 	ToolCallID string          `json:"tool_call_id"`
 	Tool       string          `json:"tool"`
 	Arguments  json.RawMessage `json:"arguments"`
+	// Ask, when set, makes this a tool's question to the user rather than
+	// an approval: the params of its elicitation/create request (message,
+	// requestedSchema), answered with DecisionAnswer.
+	Ask json.RawMessage `json:"ask,omitempty"`
 }
 
 // Decision is the user's answer to an approval request.
 type Decision struct {
 	ToolCallID string `json:"tool_call_id"`
-	// Decision is approve, edit or reject.
+	// Decision is approve, edit, reject or answer.
 	Decision string `json:"decision"`
 	// Arguments replace the call's arguments (edit).
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Reason is what the model sees as the tool result (reject).
 	Reason string `json:"reason,omitempty"`
+	// Answer is the user's ElicitResult {action, content} (answer).
+	Answer json.RawMessage `json:"answer,omitempty"`
 }
 
 // Event is one numbered event of a run; Data is the agent.Event JSON.

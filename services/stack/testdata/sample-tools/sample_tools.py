@@ -16,3 +16,23 @@ def ask_user() -> str:
     except mirobody.CapabilityUnavailable as e:
         return "cannot ask: " + e.capability
     return "asked"
+
+
+def book_table(restaurant: str) -> str:
+    """Books a table, asking the user for the details first."""
+    note = mirobody.sample("A greeting for " + restaurant, max_tokens=20, system_prompt="You greet.")
+    a = mirobody.elicit("How should we book " + restaurant + "?", {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "title": "Name"},
+            "people": {"type": "integer", "minimum": 1, "default": 2},
+            "seating": {"type": "string", "enum": ["inside", "outside"]},
+            "vegetarian": {"type": "boolean", "default": False},
+        },
+        "required": ["name", "people"],
+    })
+    if a["action"] != "accept":
+        return "not booked: " + a["action"]
+    c = a["content"]
+    return "booked %s: %s x%d %s vegetarian=%s (%s)" % (
+        restaurant, c["name"], c["people"], c.get("seating", "any"), c.get("vegetarian"), note["content"]["text"])
