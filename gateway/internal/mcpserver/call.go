@@ -209,12 +209,7 @@ func (m *Server) run(ctx context.Context, q *request, p *callParams, id string, 
 		case len(resp.InputRequests) == 0:
 			return m.result(q, resp), nil
 		case q.modern:
-			account := ""
-			if q.principal != nil {
-				account = q.principal.AccountID
-			}
-			st := inputState{Account: account, Tool: p.Name, Answers: req.InputResponses, Pending: slices.Sorted(maps.Keys(resp.InputRequests))}
-			return inputRequired{ResultType: "input_required", InputRequests: resp.InputRequests, RequestState: m.sealer.sealState(st)}, nil
+			return m.inputRequired(q, p.Name, req.InputResponses, resp.InputRequests), nil
 		case out == nil || round == maxInputRounds:
 			return nil, newRPCError(http.StatusOK, jsonrpc.CodeInternalError, "%s asked the client more than this request allows", p.Name)
 		}
