@@ -42,9 +42,9 @@ const (
 	// StatusInputRequired: the tool asked its client; InputRequests are
 	// the questions still pending.
 	StatusInputRequired = "input_required"
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
+	StatusCompleted     = "completed"
+	StatusFailed        = "failed"
+	StatusCancelled     = "cancelled"
 )
 
 // Task is one task's stored state.
