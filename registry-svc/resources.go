@@ -130,7 +130,7 @@ func (h *resourceHandlers) get(ctx context.Context, req *registry.PromptGetReque
 	if err != nil {
 		return nil, err
 	}
-	return pool.GetPrompt(ctx, req.Name, req.Arguments)
+	return pool.GetPrompt(ctx, req)
 }
 
 func (h *resourceHandlers) complete(ctx context.Context, req *registry.CompleteRequest) (*registry.CompleteResponse, error) {

@@ -2,6 +2,7 @@ package registrysvc
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,4 +129,52 @@ PROMPTS = [{"name": "ask_time", "text": "What time is it in {place}?"}]
 	next("a reload that changes a prompt", func(ev *registry.ResourcesChangedEvent) bool {
 		return ev.PromptsListChanged && ev.ResourcesListChanged
 	})
+}
+
+// TestPromptAsks: a prompt function that elicits stops with the request
+// (SEP-2322 on prompts/get), renders with the answer, and reports the
+// missing capability when the caller cannot elicit.
+func TestPromptAsks(t *testing.T) {
+	tools := t.TempDir()
+	src := `
+import mirobody
+
+def _greeting():
+    r = mirobody.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}, key="who")
+    return "Greet %s." % r["content"]["name"]
+
+PROMPTS = [{"name": "greeting", "get": _greeting}]
+`
+	if err := os.WriteFile(filepath.Join(tools, "greet.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := startOn(t, servicetest.NATS(t), map[string]string{"MCP_TOOL_DIRS": tools, "PYTHON_WORKERS": "1"})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		req  registry.PromptGetRequest
+		want func(*registry.PromptGetResponse) bool
+	}{
+		{"asks", registry.PromptGetRequest{Name: "greeting", ClientCapabilities: []string{"elicitation"}},
+			func(r *registry.PromptGetResponse) bool {
+				return len(r.InputRequests) == 1 && strings.Contains(string(r.InputRequests["who"]), `"elicitation/create"`)
+			}},
+		{"answered", registry.PromptGetRequest{Name: "greeting", ClientCapabilities: []string{"elicitation"},
+			InputResponses: map[string]json.RawMessage{"who": json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`)},
+			Replay:         []string{"who"}},
+			func(r *registry.PromptGetResponse) bool {
+				return len(r.InputRequests) == 0 && len(r.Messages) == 1 && strings.Contains(string(r.Messages[0]), "Greet Ada.")
+			}},
+		{"cannot elicit", registry.PromptGetRequest{Name: "greeting"},
+			func(r *registry.PromptGetResponse) bool {
+				return r.MissingCapability == "elicitation" && len(r.InputRequests) == 0
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := e.client.GetPrompt(ctx, &tc.req)
+			if err != nil || !tc.want(got) {
+				t.Errorf("GetPrompt = %+v, %v", got, err)
+			}
+		})
+	}
 }

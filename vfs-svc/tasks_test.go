@@ -97,3 +97,50 @@ func TestTasks(t *testing.T) {
 	_, err = tc.Get(c, &tasks.GetRequest{ID: x.ID, AccountID: owner})
 	wantCode(t, err, wire.NotFound)
 }
+
+// TestTaskInput: a run that asks parks the task input_required with its
+// questions; partial answers keep it there, the last one resumes it once,
+// and another account's update finds nothing.
+func TestTaskInput(t *testing.T) {
+	e := start(t, nil)
+	c := ctx(t)
+	tc := tasks.NewClient(e.client)
+	owner, other := e.account(t), e.account(t)
+	id := "task-inputinputinput"
+	_, err := tc.Create(c, &tasks.CreateRequest{ID: id, AccountID: owner, Tool: "ask", CallID: "call-1", TTLMs: 60_000,
+		Call: json.RawMessage(`{"name":"ask"}`)})
+	wantCode(t, err, "")
+	q := json.RawMessage(`{"method":"elicitation/create"}`)
+	parked, err := tc.Finish(c, &tasks.FinishRequest{ID: id, AccountID: owner, Status: tasks.StatusInputRequired,
+		InputRequests: map[string]json.RawMessage{"a": q, "b": q}})
+	wantCode(t, err, "")
+	if parked.Status != tasks.StatusInputRequired || len(parked.InputRequests) != 2 || parked.Terminal() || string(parked.Call) != `{"name":"ask"}` {
+		t.Fatalf("parked: %+v", parked)
+	}
+	answer := json.RawMessage(`{"action":"accept"}`)
+	_, err = tc.Update(c, &tasks.UpdateRequest{ID: id, AccountID: other, Responses: map[string]json.RawMessage{"a": answer}})
+	wantCode(t, err, wire.NotFound)
+	steps := []struct {
+		key     string
+		resumed bool
+		status  string
+		pending int
+	}{
+		{"unknown", false, tasks.StatusInputRequired, 2},
+		{"a", false, tasks.StatusInputRequired, 1},
+		{"b", true, tasks.StatusWorking, 0},
+		{"b", false, tasks.StatusWorking, 0},
+	}
+	for _, s := range steps {
+		u, err := tc.Update(c, &tasks.UpdateRequest{ID: id, AccountID: owner, Responses: map[string]json.RawMessage{s.key: answer}})
+		wantCode(t, err, "")
+		if u.Resumed != s.resumed || u.Task.Status != s.status || len(u.Task.InputRequests) != s.pending {
+			t.Errorf("update %s: %+v", s.key, u)
+		}
+	}
+	done, err := tc.Finish(c, &tasks.FinishRequest{ID: id, AccountID: owner, Status: tasks.StatusCompleted, Result: json.RawMessage(`{"content":[]}`)})
+	wantCode(t, err, "")
+	if done.Status != tasks.StatusCompleted || len(done.InputRequests) != 0 {
+		t.Errorf("finished: %+v", done)
+	}
+}

@@ -104,6 +104,11 @@ type PromptArgument struct {
 type PromptGetRequest struct {
 	Name      string            `json:"name"`
 	Arguments map[string]string `json:"arguments,omitempty"`
+	// ClientCapabilities, InputResponses and Replay are CallRequest's: a
+	// prompt function may ask its caller (mirobody.elicit) like a tool.
+	ClientCapabilities []string                   `json:"client_capabilities,omitempty"`
+	InputResponses     map[string]json.RawMessage `json:"input_responses,omitempty"`
+	Replay             []string                   `json:"replay,omitempty"`
 }
 
 // PromptGetResponse is the rendered prompt: MCP PromptMessages (role and one
@@ -112,6 +117,10 @@ type PromptGetRequest struct {
 type PromptGetResponse struct {
 	Description string            `json:"description,omitempty"`
 	Messages    []json.RawMessage `json:"messages"`
+	// InputRequests and MissingCapability are CallResponse's: the prompt
+	// function asked its caller, or needed a capability it lacks.
+	InputRequests     map[string]json.RawMessage `json:"inputRequests,omitempty"`
+	MissingCapability string                     `json:"missingCapability,omitempty"`
 }
 
 // CompleteRequest asks for the values of a prompt's argument (Prompt set)

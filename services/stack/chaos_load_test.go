@@ -164,6 +164,7 @@ func mcpToolCall(tool string) func(ctx context.Context, c *http.Client, base, ke
 
 // chatTurn runs one chat turn of the scripted provider to its end event.
 func chatTurn(ctx context.Context, c *http.Client, base, key string) error {
+	prev := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/chat", strings.NewReader(`{"question":"chaos"}`))
 	if err != nil {
 		return err
@@ -182,7 +183,12 @@ func chatTurn(ctx context.Context, c *http.Client, base, key string) error {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	var last agent.Event
+	stall, _ := ctx.Value(stallKey{}).(*time.Duration)
 	for sc.Scan() {
+		if stall != nil {
+			*stall = max(*stall, time.Since(prev))
+			prev = time.Now()
+		}
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {
 			continue
@@ -204,6 +210,10 @@ func chatTurn(ctx context.Context, c *http.Client, base, key string) error {
 	}
 	return nil
 }
+
+// stallKey holds, in a request's context, where a streamed request
+// records its longest wait for a line.
+type stallKey struct{}
 
 // chaosResult is one request of the load.
 type chaosResult struct {
@@ -263,6 +273,11 @@ func (l *chaosLoad) run(kinds []chaosKind, workers int, interval time.Duration) 
 func (l *chaosLoad) one(k chaosKind, c *http.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// A stream (a chat turn) reports its longest stall: the longest wait
+	// for its next line, which is what a replica's death costs it; its
+	// whole length is the turn's, a takeover included.
+	var stall time.Duration
+	ctx = context.WithValue(ctx, stallKey{}, &stall)
 	phase := *l.phase.Load()
 	start := time.Now()
 	i := l.next.Add(1)
@@ -278,8 +293,12 @@ func (l *chaosLoad) one(k chaosKind, c *http.Client) {
 		}
 		break
 	}
+	took := time.Since(start)
+	if stall > 0 && err == nil {
+		took = stall
+	}
 	l.mu.Lock()
-	l.results = append(l.results, chaosResult{kind: k.name, at: start.Sub(l.began), took: time.Since(start), err: err, phase: phase})
+	l.results = append(l.results, chaosResult{kind: k.name, at: start.Sub(l.began), took: took, err: err, phase: phase})
 	l.mu.Unlock()
 }
 

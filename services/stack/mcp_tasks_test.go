@@ -49,6 +49,15 @@ def confirm(path: str) -> str:
 
 
 confirm.task_support = "optional"
+
+
+def ask_name() -> str:
+    """Asks the user's name, then greets them."""
+    r = mirobody.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+    return "hello %s" % r["content"]["name"]
+
+
+ask_name.task_support = "optional"
 `
 
 // modernMeta is the _meta of a 2026-07-28 request declaring the tasks
@@ -105,7 +114,8 @@ func modernCall(t *testing.T, url, key, method, name string, params map[string]a
 // polled and its result read on another; another account gets "unknown
 // task" for it, both reading and cancelling; a cancel from the second
 // replica stops the tool in its host; a client without the extension gets
-// the plain result.
+// the plain result; a task that asks waits in input_required until a
+// tasks/update on the other replica answers it, and then completes.
 func TestMCPTasks(t *testing.T) {
 	tools := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(tools, "task_tools.py"), []byte(taskTools), 0o644))
@@ -152,6 +162,43 @@ func TestMCPTasks(t *testing.T) {
 		content, _ := res["content"].([]any)
 		if len(content) != 1 || !strings.Contains(toJSON(t, content[0]), "slept done") || last.Result["resultType"] != "complete" {
 			t.Errorf("completed task: %+v", last.Result)
+		}
+	})
+
+	t.Run("input answered on the other replica", func(t *testing.T) {
+		meta := modernMeta(true)
+		meta["io.modelcontextprotocol/clientCapabilities"].(map[string]any)["elicitation"] = map[string]any{}
+		_, r := modernCall(t, one, owner, "tools/call", "ask_name", map[string]any{"name": "ask_name", "arguments": map[string]any{}, "_meta": meta})
+		id, _ := r.Result["taskId"].(string)
+		if id == "" {
+			t.Fatalf("tools/call ask_name: %+v", r)
+		}
+		var last rpcReply
+		servicetest.Eventually(t, 30*time.Second, func() bool {
+			_, last = get(one, owner, id)
+			return last.Result["status"] == "input_required"
+		}, "task waits for input")
+		requests, _ := last.Result["inputRequests"].(map[string]any)
+		if len(requests) != 1 {
+			t.Fatalf("input_required task: %+v", last.Result)
+		}
+		answers := map[string]any{}
+		for k := range requests {
+			answers[k] = map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}
+		}
+		update := map[string]any{"taskId": id, "inputResponses": answers, "_meta": modernMeta(true)}
+		if _, r := modernCall(t, two, stranger, "tasks/update", id, update); r.Error == nil || r.Error.Code != -32602 {
+			t.Errorf("another account's tasks/update: %+v", r)
+		}
+		if _, r := modernCall(t, two, owner, "tasks/update", id, update); r.Error != nil || r.Result["resultType"] != "complete" || r.Result["taskId"] != nil {
+			t.Fatalf("tasks/update: %+v", r)
+		}
+		servicetest.Eventually(t, 30*time.Second, func() bool {
+			_, last = get(one, owner, id)
+			return last.Result["status"] == "completed"
+		}, "task completes with the answer")
+		if !strings.Contains(toJSON(t, last.Result["result"]), "hello Ada") {
+			t.Errorf("resumed task: %+v", last.Result)
 		}
 	})
 

@@ -152,8 +152,11 @@ type callIO struct {
 	caps []string
 	// background is set for a call running as a task: a capability the
 	// tool lacks is its own error result, not a -32021 to the client,
-	// which may well have declared it.
+	// which may well have declared it, and questions end the run as a
+	// taskInput.
 	background bool
+	// inputs are a background run's answers so far (tasks/update).
+	inputs map[string]json.RawMessage
 }
 
 // run calls the tool of p as id (the call id a cancellation names). When
@@ -172,7 +175,9 @@ func (m *Server) run(ctx context.Context, q *request, p *callParams, id string, 
 	}
 	req := &registry.CallRequest{Caller: q.caller(), Name: p.Name, Arguments: args, CallID: id, Meta: p.Meta,
 		ClientCapabilities: cio.caps, LogLevel: cio.level}
-	if q.modern {
+	if cio.background {
+		req.InputResponses = cio.inputs
+	} else if q.modern {
 		inputs, replay, e := m.modernInputs(q, p)
 		if e != nil {
 			return nil, e
@@ -208,13 +213,10 @@ func (m *Server) run(ctx context.Context, q *request, p *callParams, id string, 
 			return nil, missingCapability(resp.MissingCapability)
 		case len(resp.InputRequests) == 0:
 			return m.result(q, resp), nil
+		case cio.background:
+			return &taskInput{requests: resp.InputRequests, answers: req.InputResponses}, nil
 		case q.modern:
-			account := ""
-			if q.principal != nil {
-				account = q.principal.AccountID
-			}
-			st := inputState{Account: account, Tool: p.Name, Answers: req.InputResponses, Pending: slices.Sorted(maps.Keys(resp.InputRequests))}
-			return inputRequired{ResultType: "input_required", InputRequests: resp.InputRequests, RequestState: m.sealer.sealState(st)}, nil
+			return m.inputRequired(q, p.Name, req.InputResponses, resp.InputRequests), nil
 		case out == nil || round == maxInputRounds:
 			return nil, newRPCError(http.StatusOK, jsonrpc.CodeInternalError, "%s asked the client more than this request allows", p.Name)
 		}

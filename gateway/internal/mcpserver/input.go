@@ -8,7 +8,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -157,11 +159,23 @@ func (m *Server) modernInputs(q *request, p *callParams) (map[string]json.RawMes
 	return answers, pending, nil
 }
 
-// inputRequired is the modern era's InputRequiredResult.
-type inputRequired struct {
+// inputRequiredResult is the modern era's InputRequiredResult.
+type inputRequiredResult struct {
 	ResultType    string                     `json:"resultType"`
 	InputRequests map[string]json.RawMessage `json:"inputRequests"`
 	RequestState  string                     `json:"requestState"`
+}
+
+// inputRequired is the modern era's answer to a request whose tool (or
+// prompt, name "prompt:<name>") asked: the requests, and the state that
+// carries the answers so far to the next round.
+func (m *Server) inputRequired(q *request, name string, answers, requests map[string]json.RawMessage) inputRequiredResult {
+	account := ""
+	if q.principal != nil {
+		account = q.principal.AccountID
+	}
+	st := inputState{Account: account, Tool: name, Answers: answers, Pending: slices.Sorted(maps.Keys(requests))}
+	return inputRequiredResult{ResultType: "input_required", InputRequests: requests, RequestState: m.sealer.sealState(st)}
 }
 
 // clientResponse is a client's JSON-RPC response to one of our requests,

@@ -29,6 +29,7 @@ func TestRequestState(t *testing.T) {
 		{"other account", st, "b", "greet", now, false},
 		{"anonymous", st, "", "greet", now, false},
 		{"other tool", st, "a", "other", now, false},
+		{"the prompt of the tool's name", st, "a", promptStateName("greet"), now, false},
 		{"expired", st, "a", "greet", now.Add(time.Hour + time.Second), false},
 		{"a session id is no state", session, "a", "greet", now, false},
 	}

@@ -83,7 +83,7 @@ func (m *Server) getPrompt(ctx context.Context, q *request, msg *rpcMessage) (an
 	}
 	resp, err := m.registry.ReadSkill(ctx, &registry.SkillReadRequest{Name: p.Name, Path: "SKILL.md"})
 	if wire.IsCode(err, wire.NotFound) {
-		return m.getFolderPrompt(ctx, q, p.Name, p.Arguments)
+		return m.getFolderPrompt(ctx, q, msg, p.Name, p.Arguments)
 	}
 	if err != nil {
 		return nil, m.registryError(ctx, err)
@@ -106,14 +106,34 @@ func (m *Server) getPrompt(ctx context.Context, q *request, msg *rpcMessage) (an
 }
 
 // getFolderPrompt renders a tool folder's prompt; its messages come as the
-// Python module made them (text, image, audio or embedded resource).
-func (m *Server) getFolderPrompt(ctx context.Context, q *request, name string, args map[string]string) (any, *rpcError) {
-	resp, err := m.registry.GetPrompt(ctx, &registry.PromptGetRequest{Name: name, Arguments: args})
+// Python module made them (text, image, audio or embedded resource). A
+// prompt function that asks its caller makes the answer an
+// InputRequiredResult in the modern era (SEP-2322 on a non-tool request),
+// with the state sealed to "prompt:<name>" so a tool's state never opens
+// for a prompt; the legacy era offers it nothing to ask (design.md
+// "Elicitation and sampling").
+func (m *Server) getFolderPrompt(ctx context.Context, q *request, msg *rpcMessage, name string, args map[string]string) (any, *rpcError) {
+	req := &registry.PromptGetRequest{Name: name, Arguments: args}
+	bound := &callParams{Name: promptStateName(name), InputResponses: msg.call.InputResponses, RequestState: msg.call.RequestState}
+	if q.modern {
+		inputs, replay, e := m.modernInputs(q, bound)
+		if e != nil {
+			return nil, e
+		}
+		req.ClientCapabilities, req.InputResponses, req.Replay = capabilityNames(msg.meta[mcp.MetaKeyClientCapabilities]), inputs, replay
+	}
+	resp, err := m.registry.GetPrompt(ctx, req)
 	switch {
 	case wire.IsCode(err, wire.NotFound):
 		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "unknown prompt: %s", name)
 	case err != nil:
 		return nil, m.registryError(ctx, err)
+	case resp.MissingCapability != "" && q.modern:
+		return nil, missingCapability(resp.MissingCapability)
+	case resp.MissingCapability != "":
+		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInternalError, "prompt %s needs the client's %s, which this protocol version cannot ask for", name, resp.MissingCapability)
+	case len(resp.InputRequests) > 0:
+		return m.inputRequired(q, bound.Name, req.InputResponses, resp.InputRequests), nil
 	}
 	out := promptResult{Description: resp.Description, Messages: make([]any, 0, len(resp.Messages))}
 	for _, msg := range resp.Messages {
@@ -124,6 +144,10 @@ func (m *Server) getFolderPrompt(ctx context.Context, q *request, name string, a
 	}
 	return out, nil
 }
+
+// promptStateName is what a prompt's requestState is bound to in place of
+// a tool name; no tool name has a colon.
+func promptStateName(name string) string { return "prompt:" + name }
 
 // skillBody is a SKILL.md without its YAML frontmatter, trimmed.
 func skillBody(doc string) string {

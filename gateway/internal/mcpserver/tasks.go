@@ -216,7 +216,7 @@ func (m *Server) callAsTask(w http.ResponseWriter, q *request, msg *rpcMessage) 
 	if _, err := registry.Arguments(p.Name, p.Arguments); err != nil {
 		return false // the plain call renders the argument error
 	}
-	res, e := m.startTask(ctx, q, p)
+	res, e := m.startTask(ctx, q, p, clientCapabilities(q, msg.meta))
 	if e != nil {
 		writeRPCError(w, msg.ID, e)
 		return true
@@ -225,10 +225,25 @@ func (m *Server) callAsTask(w http.ResponseWriter, q *request, msg *rpcMessage) 
 	return true
 }
 
+// taskCall is what a task keeps of its call (tasks.Task.Call), so that
+// the replica a tasks/update lands on can run the tool again.
+type taskCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Meta      json.RawMessage `json:"_meta,omitempty"`
+	Caps      []string        `json:"caps,omitempty"`
+}
+
+// taskInput is a task run's end when its tool asked the client: the task
+// waits in input_required until tasks/update answers every request.
+type taskInput struct {
+	requests, answers map[string]json.RawMessage
+}
+
 // startTask stores a working task for the call and runs the call in the
 // background; the answer comes only once the task is durable, so a
 // tasks/get right after it finds the task on any replica.
-func (m *Server) startTask(ctx context.Context, q *request, p *callParams) (*createTaskResult, *rpcError) {
+func (m *Server) startTask(ctx context.Context, q *request, p *callParams, caps []string) (*createTaskResult, *rpcError) {
 	if !m.tasks.enter() {
 		return nil, m.registryError(ctx, wire.Errorf(wire.Unavailable, "this gateway replica is stopping; retry"))
 	}
@@ -242,7 +257,8 @@ func (m *Server) startTask(ctx context.Context, q *request, p *callParams) (*cre
 	if err != nil {
 		return nil, m.registryError(ctx, err)
 	}
-	req := &tasks.CreateRequest{ID: id, AccountID: q.caller().AccountID, Tool: p.Name, CallID: "task:" + id, TTLMs: m.tasks.ttl.Milliseconds()}
+	call, _ := json.Marshal(taskCall{Name: p.Name, Arguments: p.Arguments, Meta: p.Meta, Caps: caps})
+	req := &tasks.CreateRequest{ID: id, AccountID: q.caller().AccountID, Tool: p.Name, CallID: "task:" + id, TTLMs: m.tasks.ttl.Milliseconds(), Call: call}
 	if q.principal != nil {
 		req.Principal = q.principal.KeyID
 	}
@@ -250,29 +266,53 @@ func (m *Server) startTask(ctx context.Context, q *request, p *callParams) (*cre
 	if err != nil {
 		return nil, m.registryError(ctx, err)
 	}
-	// The call outlives the request, keeping its trace; only a stopping
-	// replica that runs out of time for it stops it (StopTasks).
+	started = true
+	m.goTask(ctx, q, &callParams{Name: p.Name, Arguments: p.Arguments, Meta: p.Meta}, t, caps, nil)
+	return &createTaskResult{ResultType: "task", taskView: viewOf(t)}, nil
+}
+
+// resumeTask runs an input_required task's tool again once tasks/update
+// answered its last request, on whichever replica that update landed.
+func (m *Server) resumeTask(ctx context.Context, q *request, t *tasks.Task) {
+	var c taskCall
+	if !m.tasks.enter() {
+		return // the replica stops: the task stays working until its TTL
+	}
+	if err := json.Unmarshal(t.Call, &c); err != nil || c.Name == "" {
+		m.tasks.wg.Done()
+		m.Log.ErrorContext(ctx, "a task to resume has no call", "task", t.ID)
+		return
+	}
+	m.goTask(ctx, q, &callParams{Name: c.Name, Arguments: c.Arguments, Meta: c.Meta}, t, c.Caps, t.Answers)
+}
+
+// goTask runs a task's call detached from the request, keeping its trace;
+// only a stopping replica that runs out of time for it stops it
+// (StopTasks). The caller has entered m.tasks.
+func (m *Server) goTask(ctx context.Context, q *request, p *callParams, t *tasks.Task, caps []string, answers map[string]json.RawMessage) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(m.tasks.ctx, cancel)
-	started = true
 	go func() {
 		defer m.tasks.wg.Done()
 		defer cancel()
 		defer stop()
-		m.runTask(runCtx, q, p, t)
+		m.runTask(runCtx, q, p, t, callIO{background: true, caps: caps, inputs: answers})
 	}()
-	return &createTaskResult{ResultType: "task", taskView: viewOf(t)}, nil
 }
 
 // runTask runs a task's call and records how it ended: completed with the
-// tool's result (a tool error included, as isError), or failed with the
-// JSON-RPC error of a call that could not be made.
-func (m *Server) runTask(ctx context.Context, q *request, p *callParams, t *tasks.Task) {
-	res, e := m.run(ctx, q, p, t.CallID, callIO{background: true})
+// tool's result (a tool error included, as isError), input_required with
+// the tool's questions, or failed with the JSON-RPC error of a call that
+// could not be made.
+func (m *Server) runTask(ctx context.Context, q *request, p *callParams, t *tasks.Task, cio callIO) {
+	res, e := m.run(ctx, q, p, t.CallID, cio)
 	fin := &tasks.FinishRequest{ID: t.ID, AccountID: t.AccountID, Status: tasks.StatusCompleted}
-	if e == nil {
+	switch in, asked := res.(*taskInput); {
+	case e == nil && asked:
+		fin.Status, fin.InputRequests, fin.Answers = tasks.StatusInputRequired, in.requests, in.answers
+	case e == nil:
 		fin.Result, _ = json.Marshal(res)
-	} else {
+	default:
 		fin.Status, fin.Message = tasks.StatusFailed, e.Err.Message
 		if ctx.Err() != nil {
 			fin.Message = "the gateway replica running the task stopped"
@@ -317,8 +357,8 @@ type taskParams struct {
 
 // taskMethod serves tasks/get, tasks/update and tasks/cancel, for the
 // caller's own tasks only: another owner's task is -32602 like an unknown
-// one. tasks/update is acknowledged and changes nothing: our tasks never
-// wait for input, so every response it carries answers no request.
+// one. tasks/update records the answers to an input_required task's
+// requests; the one that answers the last runs the tool again.
 func (m *Server) taskMethod(ctx context.Context, q *request, msg *rpcMessage) (any, *rpcError) {
 	if !negotiatedTasks(msg.meta) {
 		return nil, missingTasksCapability("%s needs the %s extension", msg.Method, tasksExtension)
@@ -341,6 +381,17 @@ func (m *Server) taskMethod(ctx context.Context, q *request, msg *rpcMessage) (a
 			t = &c.Task
 			if c.Cancelled {
 				m.cancel(ctx, q, t.CallID, "the task was cancelled")
+				m.taskChanged(ctx, t.ID)
+			}
+		}
+	} else if msg.Method == "tasks/update" {
+		var in map[string]json.RawMessage
+		_ = json.Unmarshal(p.InputResponses, &in)
+		var u *tasks.UpdateResponse
+		if u, err = m.tasks.store.Update(ctx, &tasks.UpdateRequest{ID: p.TaskID, AccountID: owner, Responses: in}); err == nil {
+			t = &u.Task
+			if u.Resumed {
+				m.resumeTask(ctx, q, t)
 				m.taskChanged(ctx, t.ID)
 			}
 		}

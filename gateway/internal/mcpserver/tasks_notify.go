@@ -28,8 +28,9 @@ const maxListenTasks = 100
 // taskNotification is notifications/tasks: the task as tasks/get shows it.
 type taskNotification struct {
 	taskView
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  json.RawMessage `json:"error,omitempty"`
+	Result        json.RawMessage            `json:"result,omitempty"`
+	Error         json.RawMessage            `json:"error,omitempty"`
+	InputRequests map[string]json.RawMessage `json:"inputRequests,omitempty"`
 }
 
 // detail is t as tasks/get and notifications/tasks show it.
@@ -40,6 +41,8 @@ func detail(t *tasks.Task) taskNotification {
 		n.Result = t.Result
 	case tasks.StatusFailed:
 		n.Error = t.Error
+	case tasks.StatusInputRequired:
+		n.InputRequests = t.InputRequests
 	}
 	return n
 }

@@ -60,8 +60,9 @@ func TestTaskShapes(t *testing.T) {
 	at := time.Date(2026, 7, 28, 10, 0, 0, 0, time.UTC)
 	base := tasks.Task{ID: "t1", Status: tasks.StatusWorking, Created: at, Updated: at, TTLMs: 60000,
 		Result: json.RawMessage(`{"content":[]}`), Error: json.RawMessage(`{"code":-32603,"message":"x"}`)}
-	done, failed := base, base
-	done.Status, failed.Status = tasks.StatusCompleted, tasks.StatusFailed
+	done, failed, asking := base, base, base
+	done.Status, failed.Status, asking.Status = tasks.StatusCompleted, tasks.StatusFailed, tasks.StatusInputRequired
+	asking.InputRequests = map[string]json.RawMessage{"k": json.RawMessage(`{"method":"elicitation/create"}`)}
 	for _, tt := range []struct {
 		name string
 		v    any
@@ -75,6 +76,8 @@ func TestTaskShapes(t *testing.T) {
 			`{"taskId":"t1","status":"completed","createdAt":"2026-07-28T10:00:00Z","lastUpdatedAt":"2026-07-28T10:00:00Z","ttlMs":60000,"result":{"content":[]}}`},
 		{"failed", detail(&failed),
 			`{"taskId":"t1","status":"failed","createdAt":"2026-07-28T10:00:00Z","lastUpdatedAt":"2026-07-28T10:00:00Z","ttlMs":60000,"error":{"code":-32603,"message":"x"}}`},
+		{"input required", detail(&asking),
+			`{"taskId":"t1","status":"input_required","createdAt":"2026-07-28T10:00:00Z","lastUpdatedAt":"2026-07-28T10:00:00Z","ttlMs":60000,"pollIntervalMs":1000,"inputRequests":{"k":{"method":"elicitation/create"}}}`},
 		{"acknowledged with tasks", acknowledged(mcp.Meta{}, mcp.NotificationSubscriptions{ToolsListChanged: true}, []string{"t1"}),
 			`{"notifications":{"toolsListChanged":true,"taskIds":["t1"]}}`},
 	} {

@@ -175,14 +175,24 @@ protocol_error_job.task_support = "optional"
 def confirm_delete(filename: str) -> str:
     """Asks the user to confirm deleting filename (scenarios tasks-mrtr-input, tasks-dispatch-and-envelope).
 
-    It asks through mirobody.elicit, the tool API of issue 17's elicitation
-    work. A task cannot wait for input yet (gateway/design.md "Tasks"), so
-    as a task this ends as a tool error: tasks-dispatch-and-envelope only
-    needs the task to end, and tasks-mrtr-input stays in the baseline.
+    As a task it waits in input_required until tasks/update answers, then
+    runs again with the answer (gateway/design.md "Tasks").
     """
     answer = mirobody.elicit("Delete %s?" % filename,
                              {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]})
-    return "deleted %s" % filename if answer.get("confirm") else "kept %s" % filename
+    confirmed = answer.get("action") == "accept" and (answer.get("content") or {}).get("confirm")
+    return "deleted %s" % filename if confirmed else "kept %s" % filename
 
 
 confirm_delete.task_support = "optional"
+
+
+def multi_input() -> str:
+    """Asks two questions at once (scenario tasks-mrtr-input's partial fulfillment)."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}}}
+    answers = mirobody.ask({"first": mirobody.ElicitRequest("First?", schema),
+                            "second": mirobody.ElicitRequest("Second?", schema)})
+    return "answered %s" % ", ".join(sorted(answers))
+
+
+multi_input.task_support = "optional"

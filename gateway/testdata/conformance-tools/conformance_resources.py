@@ -65,6 +65,15 @@ def _prompt_with_image():
     return [mirobody.Image(_red_pixel_png(), "image/png"), "Please analyze the image above."]
 
 
+def _input_required_result_prompt():
+    """A prompt that asks the user first (input-required-result-non-tool-request):
+    prompts/get answers with an InputRequiredResult, then renders with the answer."""
+    r = mirobody.elicit("What context should the prompt use?", {
+        "type": "object", "properties": {"context": {"type": "string"}}, "required": ["context"]})
+    context = (r.get("content") or {}).get("context", "") if r.get("action") == "accept" else ""
+    return "Prompt rendered with the user's context: %s" % (context or "(none)")
+
+
 PROMPTS = [
     {"name": "test_simple_prompt", "description": "A simple prompt without arguments (prompts-get-simple).",
      "text": "This is a simple prompt for testing."},
@@ -72,6 +81,7 @@ PROMPTS = [
      "complete": {"arg1": ["paris", "park", "party", "test", "testing"]}},
     {"name": "test_prompt_with_embedded_resource", "get": _prompt_with_embedded_resource},
     {"name": "test_prompt_with_image", "get": _prompt_with_image},
+    {"name": "test_input_required_result_prompt", "get": _input_required_result_prompt},
 ]
 
 

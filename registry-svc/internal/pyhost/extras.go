@@ -32,6 +32,10 @@ type extraReply struct {
 	Description string                      `json:"description,omitempty"`
 	Messages    []json.RawMessage           `json:"messages,omitempty"`
 	Values      []string                    `json:"values,omitempty"`
+	// InputRequests and MissingCapability: a prompt function asked its
+	// caller, or needed a capability the caller lacks.
+	InputRequests     map[string]json.RawMessage `json:"inputRequests,omitempty"`
+	MissingCapability string                     `json:"missingCapability,omitempty"`
 	// Raised says the module's function raised (Error and Traceback say
 	// what); otherwise an Error is the request's fault (Invalid) or names
 	// nothing the modules define.
@@ -48,17 +52,21 @@ func (p *Pool) ReadResource(ctx context.Context, uri string) (*registry.Resource
 	return &registry.ResourceReadResponse{Contents: r.Contents}, nil
 }
 
-// GetPrompt renders the prompt name with args: not_found for an unknown
-// prompt, invalid_argument for a missing or unknown argument.
-func (p *Pool) GetPrompt(ctx context.Context, name string, args map[string]string) (*registry.PromptGetResponse, error) {
-	r, err := p.extra(ctx, &message{Op: "prompt", Name: name, Arguments: args}, "prompt "+name)
+// GetPrompt renders req's prompt: not_found for an unknown prompt,
+// invalid_argument for a missing or unknown argument. A prompt function
+// that asks its caller (mirobody.elicit) stops with InputRequests, like a
+// tool, and is run again with the answers.
+func (p *Pool) GetPrompt(ctx context.Context, req *registry.PromptGetRequest) (*registry.PromptGetResponse, error) {
+	r, err := p.extra(ctx, &message{Op: "prompt", Name: req.Name, Arguments: req.Arguments,
+		Caps: req.ClientCapabilities, Inputs: req.InputResponses, Replay: req.Replay}, "prompt "+req.Name)
 	if err != nil {
 		return nil, err
 	}
 	if r.Messages == nil {
 		r.Messages = []json.RawMessage{}
 	}
-	return &registry.PromptGetResponse{Description: r.Description, Messages: r.Messages}, nil
+	return &registry.PromptGetResponse{Description: r.Description, Messages: r.Messages,
+		InputRequests: r.InputRequests, MissingCapability: r.MissingCapability}, nil
 }
 
 // Complete suggests values for req's prompt argument or template variable.

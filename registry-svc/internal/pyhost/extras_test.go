@@ -87,11 +87,11 @@ PROMPTS = [{"name": "boom", "get": _boom}, {"name": "nobody"}]
 		t.Errorf("unknown resource: %v", err)
 	}
 
-	g, err := p.GetPrompt(ctx, "test_prompt_with_arguments", map[string]string{"arg1": "a", "arg2": "b"})
+	g, err := p.GetPrompt(ctx, &registry.PromptGetRequest{Name: "test_prompt_with_arguments", Arguments: map[string]string{"arg1": "a", "arg2": "b"}})
 	if err != nil || len(g.Messages) != 1 || !strings.Contains(string(g.Messages[0]), "arg1='a', arg2='b'") {
 		t.Errorf("prompt with arguments: %+v, %v", g, err)
 	}
-	g, err = p.GetPrompt(ctx, "test_prompt_with_image", nil)
+	g, err = p.GetPrompt(ctx, &registry.PromptGetRequest{Name: "test_prompt_with_image"})
 	var msg struct {
 		Role    string `json:"role"`
 		Content struct {
@@ -111,7 +111,7 @@ PROMPTS = [{"name": "boom", "get": _boom}, {"name": "nobody"}]
 		{"no_such_prompt", nil, wire.NotFound},
 		{"boom", nil, wire.Internal},
 	} {
-		if _, err := p.GetPrompt(ctx, tc.name, tc.args); !wire.IsCode(err, tc.code) {
+		if _, err := p.GetPrompt(ctx, &registry.PromptGetRequest{Name: tc.name, Arguments: tc.args}); !wire.IsCode(err, tc.code) {
 			t.Errorf("prompt %s %v: %v, want %s", tc.name, tc.args, err, tc.code)
 		}
 	}

@@ -825,7 +825,12 @@ class Host(object):
             if op == "read":
                 fn = functools.partial(read_resource, msg.get("uri") or "")  # noqa: F821 (extras.py)
             elif op == "prompt":
-                fn = functools.partial(get_prompt, msg.get("name") or "", msg.get("arguments") or {})  # noqa: F821
+                # A prompt function may ask its caller like a tool: it
+                # runs in a context of its own with the request's answers.
+                ctx = contextvars.copy_context()
+                ctx.run(HELPERS._interact.set, HELPERS._Interaction(lambda *a: None, None, msg.get("caps"),
+                                                                    msg.get("inputs"), msg.get("replay")))
+                fn = functools.partial(ctx.run, get_prompt, msg.get("name") or "", msg.get("arguments") or {})  # noqa: F821
             else:
                 fn = functools.partial(complete, msg.get("name") or "", msg.get("uri") or "",  # noqa: F821
                                        msg.get("argument") or "", msg.get("value") or "", msg.get("arguments") or {})
@@ -843,6 +848,10 @@ class Host(object):
                 self.send({"id": mid, "values": value})
         except ExtraError as e:  # noqa: F821 (extras.py)
             self.send({"id": mid, "error": str(e), "invalid": e.kind == "invalid"})
+        except HELPERS.InputRequired as e:
+            self.send({"id": mid, "inputRequests": jsonable(e.requests)})
+        except HELPERS.CapabilityUnavailable as e:
+            self.send({"id": mid, "missingCapability": e.capability})
         except BaseException as e:
             self.send({"id": mid, "error": "%s: %s" % (type(e).__name__, e), "raised": True,
                        "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))})

@@ -29,15 +29,22 @@ var (
 	// it is (cancel is idempotent). The answer says whether this call
 	// cancelled it, so that exactly one caller stops the tool.
 	Cancel = wire.Endpoint[CancelRequest, CancelResponse]{Subject: "vfs.tasks.cancel"}
+	// Update records a client's answers to an input_required task's
+	// questions; once none is pending the task is working again and the
+	// answer says so (Resumed), so that exactly one caller runs it again.
+	// A task in any other state is left as it is.
+	Update = wire.Endpoint[UpdateRequest, UpdateResponse]{Subject: "vfs.tasks.update"}
 )
 
-// Task statuses (SEP-2663). input_required is not used: our tools do not
-// ask for input while they run as tasks.
+// Task statuses (SEP-2663).
 const (
-	StatusWorking   = "working"
-	StatusCompleted = "completed"
-	StatusFailed    = "failed"
-	StatusCancelled = "cancelled"
+	StatusWorking = "working"
+	// StatusInputRequired: the tool asked its client; InputRequests are
+	// the questions still pending.
+	StatusInputRequired = "input_required"
+	StatusCompleted     = "completed"
+	StatusFailed        = "failed"
+	StatusCancelled     = "cancelled"
 )
 
 // Task is one task's stored state.
@@ -62,10 +69,17 @@ type Task struct {
 	// TTLMs is how long the task is kept after its creation, in
 	// milliseconds.
 	TTLMs int64 `json:"ttl_ms"`
+	// Call is the gateway's record of the call (opaque here), to run the
+	// tool again with the answers on any replica.
+	Call json.RawMessage `json:"call,omitempty"`
+	// InputRequests are the pending questions of an input_required task,
+	// by key; Answers the client's answers so far, by key.
+	InputRequests map[string]json.RawMessage `json:"input_requests,omitempty"`
+	Answers       map[string]json.RawMessage `json:"answers,omitempty"`
 }
 
 // Terminal reports whether the task has ended.
-func (t *Task) Terminal() bool { return t.Status != StatusWorking }
+func (t *Task) Terminal() bool { return t.Status != StatusWorking && t.Status != StatusInputRequired }
 
 // CreateRequest creates a working task with a caller-minted, unguessable id.
 type CreateRequest struct {
@@ -75,6 +89,8 @@ type CreateRequest struct {
 	Tool      string `json:"tool"`
 	CallID    string `json:"call_id"`
 	TTLMs     int64  `json:"ttl_ms"`
+	// Call is Task.Call.
+	Call json.RawMessage `json:"call,omitempty"`
 }
 
 // GetRequest reads one task of AccountID.
@@ -83,15 +99,33 @@ type GetRequest struct {
 	AccountID string `json:"account_id,omitempty"`
 }
 
-// FinishRequest ends a working task of AccountID with Status completed
-// (Result set) or failed (Error set).
+// FinishRequest ends a working task's run of AccountID with Status
+// completed (Result set), failed (Error set), or input_required
+// (InputRequests set, with the Answers the run had).
 type FinishRequest struct {
-	ID        string          `json:"id"`
-	AccountID string          `json:"account_id,omitempty"`
-	Status    string          `json:"status"`
-	Message   string          `json:"message,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
-	Error     json.RawMessage `json:"error,omitempty"`
+	ID            string                     `json:"id"`
+	AccountID     string                     `json:"account_id,omitempty"`
+	Status        string                     `json:"status"`
+	Message       string                     `json:"message,omitempty"`
+	Result        json.RawMessage            `json:"result,omitempty"`
+	Error         json.RawMessage            `json:"error,omitempty"`
+	InputRequests map[string]json.RawMessage `json:"input_requests,omitempty"`
+	Answers       map[string]json.RawMessage `json:"answers,omitempty"`
+}
+
+// UpdateRequest answers questions of an input_required task of
+// AccountID; responses to no pending question are ignored.
+type UpdateRequest struct {
+	ID        string                     `json:"id"`
+	AccountID string                     `json:"account_id,omitempty"`
+	Responses map[string]json.RawMessage `json:"responses"`
+}
+
+// UpdateResponse is the task after the update; Resumed is true when this
+// request answered its last pending question (the task is working again).
+type UpdateResponse struct {
+	Task    Task `json:"task"`
+	Resumed bool `json:"resumed"`
 }
 
 // CancelRequest cancels a task of AccountID.
@@ -127,6 +161,11 @@ func (c *Client) Get(ctx context.Context, req *GetRequest) (*Task, error) {
 // Finish ends a working task.
 func (c *Client) Finish(ctx context.Context, req *FinishRequest) (*Task, error) {
 	return Finish.Call(ctx, c.c, req)
+}
+
+// Update answers an input_required task's questions.
+func (c *Client) Update(ctx context.Context, req *UpdateRequest) (*UpdateResponse, error) {
+	return Update.Call(ctx, c.c, req)
 }
 
 // Cancel cancels a task.
