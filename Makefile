@@ -38,7 +38,7 @@ test: deps
 ## Not under the race detector, so that its timings are the services' own.
 CHAOS_PHASE ?= 15s
 chaos: deps
-	$(GO) run ./services/servicetest/cmd/withpg $(GO) test -count=1 -v -timeout 30m -run '^TestChaos$$' ./services/stack/ -chaos.phase=$(CHAOS_PHASE) -chaos.liveness=2s -chaos.interval=0
+	$(GO) run ./services/servicetest/cmd/withpg $(GO) test -count=1 -v -timeout 30m -run '^TestChaos$$' ./services/stack/ -chaos.phase=$(CHAOS_PHASE) -chaos.liveness=2s -chaos.interval=0 -chaos.kill-agent
 
 ## node-tools: the Node toolchain of the real-client tests (minutes of npm downloads, once per machine)
 node-tools:
