@@ -90,7 +90,7 @@ func buildSnapshot(dirs []string, builtins []*builtin.Tool, pyTools []pyhost.Too
 				continue
 			}
 			add(&entry{tool: registry.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema,
-				Annotations: t.Annotations, Meta: t.Meta, Execution: t.Execution, RequiresData: t.RequiresData, TakesUserInfo: t.TakesUserInfo, Source: t.Source}})
+				Annotations: t.Annotations, Meta: t.Meta, Execution: t.Execution, TaskAfterInput: t.TaskAfterInput, RequiresData: t.RequiresData, TakesUserInfo: t.TakesUserInfo, Source: t.Source}})
 		}
 	}
 	h := sha256.New()

@@ -54,6 +54,10 @@ type Tool struct {
 	// Execution is the tool's MCP execution object
 	// ({"taskSupport": "optional"|"required"}) when it may run as a task.
 	Execution json.RawMessage `json:"execution,omitempty"`
+	// TaskAfterInput marks a task tool whose first round runs inline: it
+	// becomes a task only once a call carries answers to its questions
+	// (SEP-2322 composed with tasks, gateway/design.md "Tasks").
+	TaskAfterInput bool `json:"task_after_input,omitempty"`
 	// RequiresData is the data kind the tool is gated on ("" for none).
 	RequiresData string `json:"requires_data,omitempty"`
 	// TakesUserInfo is true when the server injects user_info.

@@ -185,7 +185,10 @@ func taskSupport(t *registry.Tool) string {
 // stored, the call then running in the background, or with -32021 for a
 // tool that requires tasks from a client that did not declare them.
 // Every other call (legacy era, tools without task support, a client
-// without the extension calling an optional one) is left to callTool.
+// without the extension calling an optional one, the first round of a
+// TaskAfterInput tool) is left to callTool. A TaskAfterInput tool's call
+// that carries answers (inputResponses or requestState) becomes a task
+// whose run starts with them.
 func (m *Server) callAsTask(w http.ResponseWriter, q *request, msg *rpcMessage) bool {
 	p := &msg.call
 	if !q.modern || msg.callErr != nil || p.Name == "" {
@@ -216,7 +219,18 @@ func (m *Server) callAsTask(w http.ResponseWriter, q *request, msg *rpcMessage) 
 	if _, err := registry.Arguments(p.Name, p.Arguments); err != nil {
 		return false // the plain call renders the argument error
 	}
-	res, e := m.startTask(ctx, q, p, clientCapabilities(q, msg.meta))
+	var answers map[string]json.RawMessage
+	if tool.TaskAfterInput {
+		if p.InputResponses == nil && p.RequestState == nil {
+			return false // round 1 asks inline (SEP-2322)
+		}
+		var e *rpcError
+		if answers, _, e = m.modernInputs(q, p); e != nil {
+			writeRPCError(w, msg.ID, e)
+			return true
+		}
+	}
+	res, e := m.startTask(ctx, q, p, clientCapabilities(q, msg.meta), answers)
 	if e != nil {
 		writeRPCError(w, msg.ID, e)
 		return true
@@ -241,9 +255,10 @@ type taskInput struct {
 }
 
 // startTask stores a working task for the call and runs the call in the
-// background; the answer comes only once the task is durable, so a
-// tasks/get right after it finds the task on any replica.
-func (m *Server) startTask(ctx context.Context, q *request, p *callParams, caps []string) (*createTaskResult, *rpcError) {
+// background, with answers as its inputs so far; the answer comes only
+// once the task is durable, so a tasks/get right after it finds the task
+// on any replica.
+func (m *Server) startTask(ctx context.Context, q *request, p *callParams, caps []string, answers map[string]json.RawMessage) (*createTaskResult, *rpcError) {
 	if !m.tasks.enter() {
 		return nil, m.registryError(ctx, wire.Errorf(wire.Unavailable, "this gateway replica is stopping; retry"))
 	}
@@ -267,7 +282,7 @@ func (m *Server) startTask(ctx context.Context, q *request, p *callParams, caps 
 		return nil, m.registryError(ctx, err)
 	}
 	started = true
-	m.goTask(ctx, q, &callParams{Name: p.Name, Arguments: p.Arguments, Meta: p.Meta}, t, caps, nil)
+	m.goTask(ctx, q, &callParams{Name: p.Name, Arguments: p.Arguments, Meta: p.Meta}, t, caps, answers)
 	return &createTaskResult{ResultType: "task", taskView: viewOf(t)}, nil
 }
 

@@ -196,3 +196,19 @@ def multi_input() -> str:
 
 
 multi_input.task_support = "optional"
+
+
+def test_tool_with_task() -> str:
+    """Asks the user's name inline, then runs as a task with the answer (scenario tasks-mrtr-composition).
+
+    task_after_input: the first call answers input_required (SEP-2322); the
+    call that carries the answer becomes the task (gateway/design.md "Tasks").
+    """
+    answer = mirobody.elicit("What is your name?",
+                             {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+    name = (answer.get("content") or {}).get("name") if answer.get("action") == "accept" else None
+    return "Hello, %s!" % (name or "stranger")
+
+
+test_tool_with_task.task_support = "required"
+test_tool_with_task.task_after_input = True

@@ -261,6 +261,9 @@ def describe(name, fn, logs):
     if support in ("optional", "required"):
         # SEP-2663: the client may poll a long call as a task.
         info["execution"] = {"taskSupport": support}
+        if getattr(fn, "task_after_input", False) is True:
+            # SEP-2322 + SEP-2663: ask inline first, become a task once answered.
+            info["task_after_input"] = True
     requires = getattr(fn, "requires_data", None)
     if isinstance(requires, str) and requires:
         info["requires_data"] = requires

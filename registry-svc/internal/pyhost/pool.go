@@ -92,6 +92,10 @@ type ToolInfo struct {
 	// function's task_support attribute says it may run as an MCP task
 	// (gateway/design.md "Tasks").
 	Execution json.RawMessage `json:"execution,omitempty"`
+	// TaskAfterInput is the function's task_after_input attribute: the
+	// task tool's first round runs inline and the call that answers its
+	// questions becomes the task (gateway/design.md "Tasks").
+	TaskAfterInput bool `json:"task_after_input,omitempty"`
 	// RequiresData is the function's requires_data attribute
 	// (registry-svc/design.md "Data gating").
 	RequiresData string `json:"requires_data,omitempty"`

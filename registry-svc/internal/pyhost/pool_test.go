@@ -100,6 +100,9 @@ func TestDiscoveryRules(t *testing.T) {
 		{"task_support becomes execution.taskSupport", func() bool {
 			return string(byName["async_hello"].Execution) == `{"taskSupport":"optional"}` && byName["hello"].Execution == nil
 		}},
+		{"task_after_input becomes TaskAfterInput", func() bool {
+			return byName["async_hello"].TaskAfterInput && !byName["hello"].TaskAfterInput
+		}},
 		{"within a folder files are read in byte order (Zeta.py before alpha.py)", func() bool { return strings.Contains(byName["collide"].Source, "Zeta.py") }},
 		{"the loser is logged with both locations", logged("tool name collision", "Zeta.py:1", "alpha.py:1")},
 		{"nothing else is a tool", func() bool { return len(byName) == 8 }},

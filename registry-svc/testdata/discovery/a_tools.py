@@ -20,6 +20,7 @@ async def async_hello(name: str) -> str:
 
 
 async_hello.task_support = "optional"  # may run as an MCP task
+async_hello.task_after_input = True  # asks inline first, a task once answered
 
 
 class Base:
