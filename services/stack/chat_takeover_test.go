@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -38,6 +39,33 @@ type takeoverScript struct {
 	waiting chan string
 	mu      sync.Mutex
 	asked   map[string]int
+}
+
+// startTakeoverStack starts what both takeover tests share: a takeover
+// script behind the scripted provider, and vfs-svc, registry-svc and the
+// gateway on fresh NATS and Postgres with 200 ms heartbeats, but no agent
+// replica (each test starts its own). tweak, if set, changes the config
+// first.
+func startTakeoverStack(t *testing.T, tweak func(*conf.Config)) (*takeoverScript, string, *slog.Logger, *conf.Config, *gateway.Service) {
+	t.Helper()
+	script := newTakeoverScript()
+	srv := scripted.New(script.respond)
+	t.Cleanup(srv.Close)
+	natsURL := servicetest.NATS(t)
+	db := servicetest.Postgres(t, nil)
+	log := servicetest.Logger(t)
+	cfg := testConfig(t, natsURL, db.DSN)
+	tools, err := filepath.Abs("testdata/chat-tools")
+	must(t, err)
+	cfg.MCPToolDirs = []string{tools, "builtin"}
+	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "m", BaseURL: srv.OpenAIBaseURL()}}
+	cfg.HeartbeatMS = 200
+	if tweak != nil {
+		tweak(cfg)
+	}
+	gw := gateway.New(gateway.Options{Config: cfg, Log: log})
+	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}), gw)
+	return script, natsURL, log, cfg, gw
 }
 
 func newTakeoverScript() *takeoverScript {
@@ -74,21 +102,7 @@ func (s *takeoverScript) count(turn, tool string) {
 // each file is at version 1, the audit log has one add per turn); and each
 // session's history and files agree.
 func TestRunsTakeOver(t *testing.T) {
-	script := newTakeoverScript()
-	srv := scripted.New(script.respond)
-	t.Cleanup(srv.Close)
-	natsURL := servicetest.NATS(t)
-	db := servicetest.Postgres(t, nil)
-	log := servicetest.Logger(t)
-	cfg := testConfig(t, natsURL, db.DSN)
-	tools, err := filepath.Abs("testdata/chat-tools")
-	must(t, err)
-	cfg.MCPToolDirs = []string{tools, "builtin"}
-	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "m", BaseURL: srv.OpenAIBaseURL()}}
-	cfg.HeartbeatMS = 200
-	cfg.MaxTurnsPerAccount = 16
-	gw := gateway.New(gateway.Options{Config: cfg, Log: log})
-	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}), gw)
+	script, natsURL, log, cfg, gw := startTakeoverStack(t, func(cfg *conf.Config) { cfg.MaxTurnsPerAccount = 16 })
 	// Replica a reaches NATS through a proxy, so that cutting it is a
 	// crash as the others see it: no drain, no save, no goodbye.
 	proxy := servicetest.NewProxy(t, natsURL[len("nats://"):])
@@ -264,20 +278,7 @@ func (st *chatStack) getSSE(t *testing.T, path, key, lastID string) *http.Respon
 // so another replica resumes the run at its next sweep instead of after
 // the lease runs out, and the turn completes over the same stream.
 func TestRunsHandOverOnStop(t *testing.T) {
-	script := newTakeoverScript()
-	srv := scripted.New(script.respond)
-	t.Cleanup(srv.Close)
-	natsURL := servicetest.NATS(t)
-	db := servicetest.Postgres(t, nil)
-	log := servicetest.Logger(t)
-	cfg := testConfig(t, natsURL, db.DSN)
-	tools, err := filepath.Abs("testdata/chat-tools")
-	must(t, err)
-	cfg.MCPToolDirs = []string{tools, "builtin"}
-	cfg.ProvidersDeep = map[string]conf.Provider{"oa": {Type: "openai", Model: "m", BaseURL: srv.OpenAIBaseURL()}}
-	cfg.HeartbeatMS = 200
-	gw := gateway.New(gateway.Options{Config: cfg, Log: log})
-	startGroup(t, vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}), gw)
+	script, natsURL, log, cfg, gw := startTakeoverStack(t, nil)
 	ga := svc.NewGroup(svc.Options{Services: []svc.Service{agentsvc.New(agentsvc.Options{Config: cfg, Log: log.With("replica", "a")})}, Log: log, Grace: 300 * time.Millisecond})
 	must(t, ga.Start(context.Background()))
 	ctx := context.Background()

@@ -251,13 +251,13 @@ func (r *run) finishStep(ctx context.Context, msg llm.Message) (finish string, o
 			r.addResult(ctx, tc, result{content: "The user rejected this tool call: " + reason, isError: true, kind: "rejected"})
 		}
 	}
-	var todo []llm.ToolCall
+	var unrun []llm.ToolCall
 	for _, tc := range calls {
 		if _, done := r.results[tc.ID]; !done {
-			todo = append(todo, tc)
+			unrun = append(unrun, tc)
 		}
 	}
-	r.runTools(ctx, todo)
+	r.runTools(ctx, unrun)
 	if ctx.Err() != nil {
 		// The step is incomplete: keep the history without it.
 		return r.fail(ctx, ctx.Err()), false
