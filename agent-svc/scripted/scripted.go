@@ -161,7 +161,8 @@ type Server struct {
 // New starts a server on a free loopback port.
 func New(respond Responder) *Server {
 	s := &Server{respond: respond}
-	s.srv = httptest.NewServer(s.mux())
+	s.srv = httptest.NewUnstartedServer(s.mux())
+	s.start()
 	return s
 }
 
@@ -182,8 +183,63 @@ func Listen(addr string, respond Responder) (*Server, error) {
 	}
 	s := &Server{respond: respond}
 	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: s.mux(), ReadHeaderTimeout: 10 * time.Second}}
-	s.srv.Start()
+	s.start()
 	return s, nil
+}
+
+// start serves s.srv, timing each request from its first byte read to the
+// end of its response (Busy).
+func (s *Server) start() {
+	s.srv.Listener = timedListener{Listener: s.srv.Listener, s: s}
+	s.srv.Config.ConnState = func(c net.Conn, state http.ConnState) {
+		if tc, ok := c.(*timedConn); ok && (state == http.StateIdle || state == http.StateClosed || state == http.StateHijacked) {
+			now := time.Now()
+			s.mu.Lock()
+			if !tc.since.IsZero() {
+				s.busy += now.Sub(tc.since)
+				tc.since = time.Time{}
+			}
+			s.mu.Unlock()
+		}
+	}
+	s.srv.Start()
+}
+
+// timedListener hands out timedConns.
+type timedListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l timedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &timedConn{Conn: c, s: l.s}, nil
+}
+
+// timedConn notes when a request starts arriving: the first bytes read
+// while the connection is idle. The server's ConnState hook ends the
+// interval once the response is written (StateIdle) or the connection is
+// gone.
+type timedConn struct {
+	net.Conn
+	s     *Server
+	since time.Time // guarded by s.mu; zero while idle
+}
+
+func (c *timedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		now := time.Now()
+		c.s.mu.Lock()
+		if c.since.IsZero() {
+			c.since = now
+		}
+		c.s.mu.Unlock()
+	}
+	return n, err
 }
 
 // OpenAIBaseURL is the base_url for an openai or openai-responses provider.
@@ -202,8 +258,10 @@ func (s *Server) Errors() []error {
 	return append([]error(nil), s.errs...)
 }
 
-// Busy returns the time spent in the server's handlers, so benchmarks can
-// tell the test double's cost from the client's.
+// Busy returns the time the server spent on requests, from the first byte
+// of each request read off the socket to the last byte of its response
+// written (net/http's parsing, the handler and the response's final flush),
+// so benchmarks can tell the test double's cost from the client's.
 func (s *Server) Busy() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -219,12 +277,6 @@ func (s *Server) Requests() []*Received {
 
 func (s *Server) handle(format string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		defer func() {
-			s.mu.Lock()
-			s.busy += time.Since(start)
-			s.mu.Unlock()
-		}()
 		var rec *Received
 		var err error
 		switch format {
