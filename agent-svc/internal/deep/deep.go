@@ -123,6 +123,8 @@ type run struct {
 	// call id (guarded by mu): an unanswered one pauses the run after the
 	// step's other calls, an answered one goes to its tool's next run.
 	asks map[string]turn.Ask
+	// cache keeps the encoded request between the model calls of the run.
+	cache llm.Cache
 }
 
 // Run implements turn.Agent.
@@ -359,7 +361,7 @@ func (r *run) runTools(ctx context.Context, calls []llm.ToolCall) {
 // callModel streams one step, retrying a broken stream: the partial text
 // was shown, so a notice says the step starts over.
 func (r *run) callModel(ctx context.Context, defs []llm.Tool) (*llm.Response, error) {
-	req := &llm.Request{Model: r.turn.Model, System: r.system, Messages: r.messages, Tools: defs}
+	req := &llm.Request{Model: r.turn.Model, System: r.system, Messages: r.messages, Tools: defs, Cache: &r.cache}
 	for attempt := 0; ; attempt++ {
 		resp, err := r.turn.Provider.Stream(ctx, req, func(d llm.Delta) {
 			if d.Reasoning != "" {

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 )
 
 // defaultAnthropicMaxTokens is required by the Messages API; it bounds one
@@ -137,65 +139,105 @@ func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
 	if req.System != "" {
 		p.System = []anthropic.TextBlockParam{{Text: req.System}}
 	}
-	for i := 0; i < len(req.Messages); i++ {
-		m := req.Messages[i]
-		switch m.Role {
-		case RoleUser:
-			p.Messages = append(p.Messages, anthropic.NewUserMessage(anthropicUser(m)...))
-		case RoleTool:
-			// Consecutive tool results travel in one user message.
-			var blocks []anthropic.ContentBlockParamUnion
-			for ; i < len(req.Messages) && req.Messages[i].Role == RoleTool; i++ {
-				t := req.Messages[i]
-				blocks = append(blocks, anthropic.NewToolResultBlock(t.ToolCallID, t.Content, t.IsError))
-			}
-			i--
-			p.Messages = append(p.Messages, anthropic.NewUserMessage(blocks...))
-		case RoleAssistant:
-			var blocks []anthropic.ContentBlockParamUnion
-			if m.Content != "" {
-				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
-			}
-			for _, tc := range m.ToolCalls {
-				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, tc.Args, tc.Name))
-			}
-			if len(blocks) == 0 {
-				blocks = append(blocks, anthropic.NewTextBlock("(no answer)"))
-			}
-			p.Messages = append(p.Messages, anthropic.NewAssistantMessage(blocks...))
-		default:
-			return p, fmt.Errorf("building request: unknown role %q", m.Role)
-		}
-	}
-	for _, t := range req.Tools {
-		schema, err := rawSchema(t.InputSchema)
+	c := cmp.Or(req.Cache, &Cache{})
+	msgs, err := c.encodedMessages("anthropic", req.Messages, anthropicSpan, func(m []Message) ([]byte, error) {
+		mp, err := anthropicMessage(m)
 		if err != nil {
-			return p, fmt.Errorf("building request: schema of tool %s: %w", t.Name, err)
+			return nil, err
 		}
-		in := anthropic.ToolInputSchemaParam{ExtraFields: map[string]any{}}
-		if props, ok := schema["properties"]; ok {
-			in.Properties = props
+		return mp.MarshalJSON()
+	})
+	if err != nil {
+		return p, err
+	}
+	for _, raw := range msgs {
+		p.Messages = append(p.Messages, param.Override[anthropic.MessageParam](raw))
+	}
+	tools, err := c.encodedTools("anthropic", req.Tools, func(t Tool) ([]byte, error) {
+		u, err := anthropicTool(t)
+		if err != nil {
+			return nil, err
 		}
-		var required []any
-		if raw, ok := schema["required"].(json.RawMessage); ok && json.Unmarshal(raw, &required) == nil {
-			for _, r := range required {
-				if s, ok := r.(string); ok {
-					in.Required = append(in.Required, s)
-				}
-			}
-		}
-		for k, v := range schema {
-			if k != "properties" && k != "required" && k != "type" {
-				in.ExtraFields[k] = v
-			}
-		}
-		tp := anthropic.ToolParam{Name: t.Name, InputSchema: in}
-		if t.Description != "" {
-			tp.Description = anthropic.String(t.Description)
-		}
-		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: &tp})
+		return u.MarshalJSON()
+	})
+	if err != nil {
+		return p, err
+	}
+	for _, raw := range tools {
+		p.Tools = append(p.Tools, param.Override[anthropic.ToolUnionParam](raw))
 	}
 	return p, nil
+}
+
+// anthropicSpan is how many messages from msgs[i] one Messages API
+// message takes: consecutive tool results travel in one user message.
+func anthropicSpan(msgs []Message, i int) int {
+	n := 1
+	if msgs[i].Role == RoleTool {
+		for i+n < len(msgs) && msgs[i+n].Role == RoleTool {
+			n++
+		}
+	}
+	return n
+}
+
+// anthropicMessage is one API message (one neutral message, or a run of
+// tool results) as the SDK's params.
+func anthropicMessage(msgs []Message) (anthropic.MessageParam, error) {
+	m := msgs[0]
+	switch m.Role {
+	case RoleUser:
+		return anthropic.NewUserMessage(anthropicUser(m)...), nil
+	case RoleTool:
+		blocks := make([]anthropic.ContentBlockParamUnion, len(msgs))
+		for i, t := range msgs {
+			blocks[i] = anthropic.NewToolResultBlock(t.ToolCallID, t.Content, t.IsError)
+		}
+		return anthropic.NewUserMessage(blocks...), nil
+	case RoleAssistant:
+		var blocks []anthropic.ContentBlockParamUnion
+		if m.Content != "" {
+			blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+		}
+		for _, tc := range m.ToolCalls {
+			blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, tc.Args, tc.Name))
+		}
+		if len(blocks) == 0 {
+			blocks = append(blocks, anthropic.NewTextBlock("(no answer)"))
+		}
+		return anthropic.NewAssistantMessage(blocks...), nil
+	}
+	return anthropic.MessageParam{}, fmt.Errorf("building request: unknown role %q", m.Role)
+}
+
+// anthropicTool is one tool as the SDK's params.
+func anthropicTool(t Tool) (anthropic.ToolUnionParam, error) {
+	schema, err := rawSchema(t.InputSchema)
+	if err != nil {
+		return anthropic.ToolUnionParam{}, fmt.Errorf("building request: schema of tool %s: %w", t.Name, err)
+	}
+	in := anthropic.ToolInputSchemaParam{ExtraFields: map[string]any{}}
+	if props, ok := schema["properties"]; ok {
+		in.Properties = props
+	}
+	var required []any
+	if raw, ok := schema["required"].(json.RawMessage); ok && json.Unmarshal(raw, &required) == nil {
+		for _, r := range required {
+			if s, ok := r.(string); ok {
+				in.Required = append(in.Required, s)
+			}
+		}
+	}
+	for k, v := range schema {
+		if k != "properties" && k != "required" && k != "type" {
+			in.ExtraFields[k] = v
+		}
+	}
+	tp := anthropic.ToolParam{Name: t.Name, InputSchema: in}
+	if t.Description != "" {
+		tp.Description = anthropic.String(t.Description)
+	}
+	return anthropic.ToolUnionParam{OfTool: &tp}, nil
 }
 
 // anthropicUser is a user message's blocks: images as image blocks and

@@ -71,6 +71,9 @@ type Request struct {
 	Messages  []Message
 	Tools     []Tool
 	MaxTokens int
+	// Cache, when set, keeps the encoded tools and messages for the next
+	// request of the same conversation; nil encodes everything anew.
+	Cache *Cache
 }
 
 // Delta is one streamed piece of the answer.

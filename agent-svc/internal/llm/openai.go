@@ -11,6 +11,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -190,39 +191,69 @@ func openaiParams(req *Request) (openai.ChatCompletionNewParams, error) {
 	if req.System != "" {
 		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
 	}
-	for _, m := range req.Messages {
-		switch m.Role {
-		case RoleUser:
-			p.Messages = append(p.Messages, openaiUser(m))
-		case RoleTool:
-			p.Messages = append(p.Messages, openai.ToolMessage(m.Content, m.ToolCallID))
-		case RoleAssistant:
-			a := openai.ChatCompletionAssistantMessageParam{}
-			if m.Content != "" {
-				a.Content.OfString = openai.String(m.Content)
-			}
-			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: tc.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: string(tc.Args)}}})
-			}
-			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
-		default:
-			return p, fmt.Errorf("building request: unknown role %q", m.Role)
-		}
-	}
-	for _, t := range req.Tools {
-		schema, err := rawSchema(t.InputSchema)
+	c := cmp.Or(req.Cache, &Cache{})
+	msgs, err := c.encodedMessages("openai", req.Messages, func([]Message, int) int { return 1 }, func(m []Message) ([]byte, error) {
+		u, err := openaiMessage(m[0])
 		if err != nil {
-			return p, fmt.Errorf("building request: schema of tool %s: %w", t.Name, err)
+			return nil, err
 		}
-		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
-		if t.Description != "" {
-			fd.Description = openai.String(t.Description)
+		return u.MarshalJSON()
+	})
+	if err != nil {
+		return p, err
+	}
+	for _, raw := range msgs {
+		p.Messages = append(p.Messages, param.Override[openai.ChatCompletionMessageParamUnion](raw))
+	}
+	tools, err := c.encodedTools("openai", req.Tools, func(t Tool) ([]byte, error) {
+		u, err := openaiTool(t)
+		if err != nil {
+			return nil, err
 		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
+		return u.MarshalJSON()
+	})
+	if err != nil {
+		return p, err
+	}
+	for _, raw := range tools {
+		p.Tools = append(p.Tools, param.Override[openai.ChatCompletionToolUnionParam](raw))
 	}
 	return p, nil
+}
+
+// openaiMessage is one message as the SDK's params.
+func openaiMessage(m Message) (openai.ChatCompletionMessageParamUnion, error) {
+	switch m.Role {
+	case RoleUser:
+		return openaiUser(m), nil
+	case RoleTool:
+		return openai.ToolMessage(m.Content, m.ToolCallID), nil
+	case RoleAssistant:
+		a := openai.ChatCompletionAssistantMessageParam{}
+		if m.Content != "" {
+			a.Content.OfString = openai.String(m.Content)
+		}
+		for _, tc := range m.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{ID: tc.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: string(tc.Args)}}})
+		}
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	}
+	return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("building request: unknown role %q", m.Role)
+}
+
+// openaiTool is one tool as the SDK's params.
+func openaiTool(t Tool) (openai.ChatCompletionToolUnionParam, error) {
+	schema, err := rawSchema(t.InputSchema)
+	if err != nil {
+		return openai.ChatCompletionToolUnionParam{}, fmt.Errorf("building request: schema of tool %s: %w", t.Name, err)
+	}
+	fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
+	if t.Description != "" {
+		fd.Description = openai.String(t.Description)
+	}
+	return openai.ChatCompletionFunctionTool(fd), nil
 }
 
 // openaiUser is a user message: plain text, or content parts when it
