@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -106,7 +107,12 @@ func (p *OpenAI) stream(ctx context.Context, req *Request, onDelta func(Delta)) 
 	if req.MaxTokens <= 0 && p.sampling.MaxCompletionTokens > 0 {
 		params.MaxCompletionTokens = openai.Int(int64(p.sampling.MaxCompletionTokens))
 	}
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
+	// Chat.Completions.NewStreaming, with the SDK's SSE decoder and stream
+	// ([DONE], in-band errors) over our chatChunk instead of its
+	// ChatCompletionChunk.
+	var raw *http.Response
+	err = p.client.Post(ctx, "chat/completions", params, &raw, option.WithJSONSet("stream", true))
+	stream := ssestream.NewStream[chatChunk](ssestream.NewDecoder(raw), err)
 	defer stream.Close()
 	var acc chatAccumulator
 	var reasoning []byte
@@ -114,21 +120,12 @@ func (p *OpenAI) stream(ctx context.Context, req *Request, onDelta func(Delta)) 
 	for stream.Next() {
 		chunk := stream.Current()
 		acc.add(&chunk)
-		for _, ch := range chunk.Choices {
+		for i := range chunk.Choices {
+			ch := &chunk.Choices[i]
 			if ch.Index != 0 {
 				continue
 			}
-			d := Delta{Text: ch.Delta.Content}
-			// reasoning_content is not part of the OpenAI schema, but
-			// DeepSeek, vLLM and OpenRouter stream it there.
-			for _, k := range []string{"reasoning_content", "reasoning"} {
-				if f, ok := ch.Delta.JSON.ExtraFields[k]; ok {
-					var s string
-					if json.Unmarshal([]byte(f.Raw()), &s) == nil {
-						d.Reasoning += s
-					}
-				}
-			}
+			d := Delta{Text: ch.Delta.Content, Reasoning: ch.reasoning()}
 			if d.Text != "" || d.Reasoning != "" {
 				reasoning = append(reasoning, d.Reasoning...)
 				delivered = true

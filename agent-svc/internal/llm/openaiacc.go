@@ -1,9 +1,8 @@
 package llm
 
 import (
+	"encoding/json"
 	"strings"
-
-	"github.com/openai/openai-go/v3"
 )
 
 // maxToolCallIndex bounds the tool call indices a stream may use, so that
@@ -20,8 +19,59 @@ type chatAccumulator struct {
 	content   strings.Builder
 	toolCalls []accToolCall
 	finish    string
-	usage     openai.CompletionUsage
+	usage     chatUsage
 	model     string // the model that answered, for the span (design.md "Tracing")
+}
+
+// chatChunk is what the loop reads of a Chat Completions stream chunk.
+// Decoded with encoding/json, it costs a fraction of openai-go's
+// ChatCompletionChunk, which keeps every field's raw JSON and unknown
+// members (design.md "Provider clients").
+type chatChunk struct {
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *chatUsage   `json:"usage"`
+}
+
+type chatChoice struct {
+	Index        int64  `json:"index"`
+	FinishReason string `json:"finish_reason"`
+	Delta        struct {
+		Content string `json:"content"`
+		// reasoning_content and reasoning are not part of the OpenAI
+		// schema, but DeepSeek, vLLM and OpenRouter stream them; kept raw
+		// so that a value that is not a string is skipped, not an error.
+		ReasoningContent json.RawMessage `json:"reasoning_content"`
+		Reasoning        json.RawMessage `json:"reasoning"`
+		ToolCalls        []struct {
+			Index    int64  `json:"index"`
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	} `json:"delta"`
+}
+
+// reasoning is the choice's reasoning text, from either member.
+func (c *chatChoice) reasoning() string {
+	var out string
+	for _, raw := range []json.RawMessage{c.Delta.ReasoningContent, c.Delta.Reasoning} {
+		var s string
+		if len(raw) > 0 && json.Unmarshal(raw, &s) == nil {
+			out += s
+		}
+	}
+	return out
+}
+
+type chatUsage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 // accToolCall is one tool call being streamed.
@@ -33,9 +83,9 @@ type accToolCall struct {
 
 // add takes in one chunk. Like the SDK's accumulator, name and argument
 // pieces are concatenated in order, and the first id given wins.
-func (a *chatAccumulator) add(chunk *openai.ChatCompletionChunk) {
-	if chunk.JSON.Usage.Valid() {
-		a.usage = chunk.Usage
+func (a *chatAccumulator) add(chunk *chatChunk) {
+	if chunk.Usage != nil {
+		a.usage = *chunk.Usage
 	}
 	if a.model == "" {
 		a.model = chunk.Model

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
-
-	"github.com/openai/openai-go/v3"
 )
 
 func TestChatAccumulator(t *testing.T) {
@@ -48,7 +46,7 @@ func TestChatAccumulator(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var a chatAccumulator
 			for _, c := range tt.chunks {
-				var chunk openai.ChatCompletionChunk
+				var chunk chatChunk
 				if err := json.Unmarshal([]byte(c), &chunk); err != nil {
 					t.Fatal(err)
 				}
