@@ -11,6 +11,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/ssestream"
 )
 
 // defaultAnthropicMaxTokens is required by the Messages API; it bounds one
@@ -57,13 +58,18 @@ func (p *Anthropic) stream(ctx context.Context, req *Request, onDelta func(Delta
 	if n := p.sampling.limit(); req.MaxTokens <= 0 && n > 0 {
 		params.MaxTokens = n
 	}
-	stream := p.client.Messages.NewStreaming(ctx, params)
+	// Messages.NewStreaming, with the SDK's SSE decoder and stream (ping
+	// and error events) over our anthropicEvent instead of its
+	// MessageStreamEventUnion.
+	var raw *http.Response
+	err = p.client.Post(ctx, "v1/messages", params, &raw, option.WithJSONSet("stream", true))
+	stream := ssestream.NewStream[anthropicEvent](ssestream.NewDecoder(raw), err)
 	defer stream.Close()
-	var acc anthropic.Message
+	var acc anthropicAccumulator
 	delivered := false
 	for stream.Next() {
 		ev := stream.Current()
-		if err := acc.Accumulate(ev); err != nil {
+		if err := acc.add(&ev); err != nil {
 			return nil, &Error{Kind: "stream_broken", Partial: delivered, Err: err}
 		}
 		if ev.Type == "content_block_delta" {
@@ -77,25 +83,10 @@ func (p *Anthropic) stream(ctx context.Context, req *Request, onDelta func(Delta
 	if err := stream.Err(); err != nil {
 		return nil, anthropicError(err, delivered)
 	}
-	if acc.StopReason == "" {
+	if acc.stop == "" {
 		return nil, &Error{Kind: "stream_broken", Partial: delivered, Err: errors.New("the stream ended before message_delta")}
 	}
-	msg := Message{Role: RoleAssistant}
-	for _, b := range acc.Content {
-		switch b.Type {
-		case "text":
-			msg.Content += b.Text
-		case "thinking":
-			msg.Reasoning += b.Thinking
-		case "tool_use":
-			args := b.Input
-			if len(args) == 0 {
-				args = json.RawMessage("{}")
-			}
-			msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: b.ID, Name: b.Name, Args: args})
-		}
-	}
-	stop := string(acc.StopReason)
+	stop := acc.stop
 	switch stop {
 	case "end_turn", "stop_sequence":
 		stop = "stop"
@@ -104,10 +95,7 @@ func (p *Anthropic) stream(ctx context.Context, req *Request, onDelta func(Delta
 	case "max_tokens":
 		stop = "length"
 	}
-	return &Response{Message: msg, StopReason: stop, Model: string(acc.Model), Usage: Usage{
-		InputTokens: acc.Usage.InputTokens, OutputTokens: acc.Usage.OutputTokens,
-		CacheReadTokens: acc.Usage.CacheReadInputTokens, CacheWriteTokens: acc.Usage.CacheCreationInputTokens,
-	}}, nil
+	return &Response{Message: acc.message(), StopReason: stop, Model: acc.model, Usage: acc.usage}, nil
 }
 
 func anthropicError(err error, delivered bool) error {
