@@ -256,6 +256,9 @@ type chaosResult struct {
 	took  time.Duration
 	err   error
 	phase string
+	// failedOver: a broken connection sent the request to the other
+	// gateway (an idempotent one again, a chat turn to follow its run).
+	failedOver bool
 }
 
 // chaosLoad runs workers of every kind against the gateways, as clients
@@ -318,14 +321,20 @@ func (l *chaosLoad) one(k chaosKind, c *http.Client) {
 	start := time.Now()
 	i := l.next.Add(1)
 	var err error
+	failedOver := false
 	for {
 		err = k.do(ctx, c, l.gateways[i%uint64(len(l.gateways))], l.key)
 		if err == nil || ctx.Err() != nil {
 			break
 		}
 		// A chat turn that has its run goes on through the other gateway.
-		if errors.Is(err, syscall.ECONNREFUSED) || (k.idempotent || prog.runID != "") && brokenConn(err) {
+		if errors.Is(err, syscall.ECONNREFUSED) {
 			i++
+			continue
+		}
+		if (k.idempotent || prog.runID != "") && brokenConn(err) {
+			i++
+			failedOver = true
 			continue
 		}
 		break
@@ -335,7 +344,7 @@ func (l *chaosLoad) one(k chaosKind, c *http.Client) {
 		took = stall
 	}
 	l.mu.Lock()
-	l.results = append(l.results, chaosResult{kind: k.name, at: start.Sub(l.began), took: took, err: err, phase: phase})
+	l.results = append(l.results, chaosResult{kind: k.name, at: start.Sub(l.began), took: took, err: err, phase: phase, failedOver: failedOver})
 	l.mu.Unlock()
 }
 
@@ -350,6 +359,7 @@ type chaosCounts struct {
 	kind       string
 	idempotent bool
 	total      int
+	failedOver int
 	failed     []chaosResult
 	longest    time.Duration
 }
@@ -366,6 +376,9 @@ func (l *chaosLoad) counts(kinds []chaosKind) []chaosCounts {
 				continue
 			}
 			c.total++
+			if r.failedOver {
+				c.failedOver++
+			}
 			c.longest = max(c.longest, r.took)
 			if r.err != nil {
 				c.failed = append(c.failed, r)
@@ -380,9 +393,9 @@ func (l *chaosLoad) counts(kinds []chaosKind) []chaosCounts {
 // request, then every failure with its time to failure and error.
 func chaosReport(counts []chaosCounts) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-26s %6s %6s %9s\n", "kind", "calls", "failed", "longest")
+	fmt.Fprintf(&b, "%-26s %6s %6s %9s %11s\n", "kind", "calls", "failed", "longest", "failed over")
 	for _, c := range counts {
-		fmt.Fprintf(&b, "%-26s %6d %6d %9s\n", c.kind, c.total, len(c.failed), c.longest.Round(time.Millisecond))
+		fmt.Fprintf(&b, "%-26s %6d %6d %9s %11d\n", c.kind, c.total, len(c.failed), c.longest.Round(time.Millisecond), c.failedOver)
 	}
 	for _, c := range counts {
 		fails := slices.Clone(c.failed)
