@@ -40,8 +40,9 @@ const FinishRunning = "running"
 // sessionIDPattern keeps session ids safe in paths, subjects and logs.
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-// NewID mints the id of a new session. Whoever starts a session without
-// an id (the gateway, for a Base turn's token; agent-svc) calls it.
+// NewID mints the id of a new session, for whoever starts a session
+// without an id (the gateway, for a Base turn's token or a turn's
+// attachments; agent-svc names a new session after its first run).
 func NewID() string { return uuid.NewString() }
 
 // CheckID returns an invalid_argument error unless id is a well-formed
