@@ -321,7 +321,9 @@ func (r *turnRun) run(ctx context.Context) {
 		semconv.GenAIAgentName(string(r.kind)), semconv.GenAIConversationID(r.sessionID), attribute.String("mirobody.run_id", r.req.RunID)))
 	defer span.End()
 	log := r.s.log.With("run_id", r.req.RunID, "session_id", r.sessionID)
-	if !r.resumed {
+	// A run taken over before it recorded anything (its first replica
+	// died right after creating it) still owes its stream the start.
+	if !r.resumed || r.seq == 0 {
 		r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID, Attachments: r.req.Attachments})
 	}
 	for _, n := range r.notices {
