@@ -116,8 +116,8 @@ func (s *Service) failTurn(ctx context.Context, req *sessions.SessionFailRequest
 	var out sessions.SessionFailResponse
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		// A turn that already holds this very failure was marked by the
-		// same request sent again (sessions.Fail is idempotent): it is
-		// marked, as the first answer said.
+		// first try of this request (sessions.Fail is idempotent): it
+		// answers marked again, as the first try did.
 		err := tx.QueryRow(ctx, `UPDATE session_turns t SET finish = $4, error = $5 FROM sessions s
 			WHERE s.id = t.session_id AND s.account_id = $2 AND t.session_id = $1 AND t.run_id = $3
 				AND (t.finish = $6 OR t.finish = $4 AND t.error = $5 AND t.answer = '' AND t.events = '[]')
