@@ -76,6 +76,15 @@ func TestWritesSentAgain(t *testing.T) {
 		{"fail", nil, func(t *testing.T, s, r string) (any, error) {
 			return ss.Fail(c, &sessions.SessionFailRequest{AccountID: alice, SessionID: s, RunID: r, Finish: "unavailable", Error: "gone"})
 		}, func(t *testing.T, s, r string) { oneTurn(t, s, r, "unavailable") }},
+		{"rename", nil, func(t *testing.T, s, r string) (any, error) {
+			return ss.Rename(c, &sessions.SessionRenameRequest{AccountID: alice, SessionID: s, Title: "a  title"})
+		}, func(t *testing.T, s, r string) {
+			g, err := ss.Get(c, &sessions.SessionGetRequest{AccountID: alice, SessionID: s})
+			wantCode(t, err, "")
+			if g.Session.Title != "a title" {
+				t.Fatalf("title %q", g.Session.Title)
+			}
+		}},
 		{"create", nil, func(t *testing.T, s, r string) (any, error) {
 			got, err := rs.Create(c, &runs.CreateRequest{RunID: r + "-new", AccountID: alice, SessionID: s, Request: json.RawMessage(`{}`), Owner: "o", LeaseMS: 60000})
 			if got != nil {

@@ -15,15 +15,17 @@ import (
 
 // Endpoints of chat sessions (agent-svc/design.md "Sessions"), stored by vfs-svc for agent-svc and
 // the gateway. A turn's writes (Begin, Save, Fail) are keyed by its run id,
-// so a repeat is recognised and they are Idempotent: a run's turn survives
-// a vfs-svc replica that dies while it saves.
+// so a repeat is recognised and they are Idempotent, as is Rename (the
+// session's title at the end of its first turn): a run's turn survives a
+// vfs-svc replica that dies while it saves.
 var (
 	Load   = wire.Endpoint[SessionLoadRequest, SessionLoadResponse]{Subject: "vfs.sessions.load", Idempotent: true}
 	Save   = wire.Endpoint[SessionSaveRequest, Session]{Subject: "vfs.sessions.save", Idempotent: true}
 	List   = wire.Endpoint[SessionListRequest, SessionListResponse]{Subject: "vfs.sessions.list", Idempotent: true}
 	Get    = wire.Endpoint[SessionGetRequest, SessionGetResponse]{Subject: "vfs.sessions.get", Idempotent: true}
 	Delete = wire.Endpoint[SessionDeleteRequest, SessionDeleteResponse]{Subject: "vfs.sessions.delete"}
-	Rename = wire.Endpoint[SessionRenameRequest, Session]{Subject: "vfs.sessions.rename"}
+	// Rename sets a title: the same one set again is the same session.
+	Rename = wire.Endpoint[SessionRenameRequest, Session]{Subject: "vfs.sessions.rename", Idempotent: true}
 	// Begin records a run's question as a turn in progress, creating the
 	// session if needed, before the run's first model or tool step.
 	Begin = wire.Endpoint[SessionBeginRequest, Session]{Subject: "vfs.sessions.begin", Idempotent: true}
