@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -60,7 +61,20 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 		}
 	}
 	if sessionID == "" {
-		sessionID = sessions.NewID()
+		// A new session is named after its first run, so that the same
+		// start sent again names the same session.
+		sessionID = req.RunID
+	}
+	hb := s.opts.Config.HeartbeatMS
+	if req.HeartbeatMS > 0 {
+		hb = req.HeartbeatMS
+	}
+	ack := &agent.StartResponse{RunID: req.RunID, SessionID: sessionID, Instance: s.node.Service.Micro().Info().ID, HeartbeatMS: hb}
+	s.mu.Lock()
+	_, running := s.runs[req.RunID]
+	s.mu.Unlock()
+	if running {
+		return ack, nil // sent again: the run goes on here
 	}
 	release, err := s.enterSession(ctx, req.AccountID, sessionID)
 	if err != nil {
@@ -75,10 +89,6 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 			return nil, err
 		}
 	}
-	hb := s.opts.Config.HeartbeatMS
-	if req.HeartbeatMS > 0 {
-		hb = req.HeartbeatMS
-	}
 	s.mu.Lock()
 	if n, limit := s.turns[req.AccountID], s.opts.Config.MaxTurnsPerAccount; limit > 0 && n >= limit {
 		s.mu.Unlock()
@@ -92,13 +102,16 @@ func (s *Service) start(ctx context.Context, req *agent.StartRequest) (*agent.St
 	if err := s.beginTurn(ctx, req, sessionID, kind, owner, time.Duration(hb)*time.Millisecond); err != nil {
 		s.endTurn(req.AccountID)
 		release()
+		if errors.Is(err, errStarted) {
+			return ack, nil
+		}
 		return nil, err
 	}
 	r := &turnRun{s: s, req: req, sessionID: sessionID, history: history, kind: kind, prompt: prompt, provider: provider,
 		notices:   slices.DeleteFunc([]string{notice, promptNotice}, func(n string) bool { return n == "" }),
 		heartbeat: time.Duration(hb) * time.Millisecond, owner: owner}
 	s.launch(ctx, r, 0, release)
-	return &agent.StartResponse{RunID: req.RunID, SessionID: sessionID, Instance: s.node.Service.Micro().Info().ID, HeartbeatMS: hb}, nil
+	return ack, nil
 }
 
 // launch runs r in the background, under TURN_TIMEOUT_S counted from the
@@ -161,11 +174,17 @@ func (s *Service) loadHistory(ctx context.Context, account, session string) ([]l
 	return history, nil
 }
 
+// errStarted: the run exists already, so this start is the same one sent
+// again (agent.RunsStart is idempotent); the run goes on with its owner,
+// or with the replica that takes it over.
+var errStarted = errors.New("the run was started by this request sent before")
+
 // beginTurn records the question as the session's turn in progress
 // before the ack, so that the session exists from the run's first event
 // on and any file the run writes belongs to a turn the history shows;
 // and it records the run, owned by this replica, for another to take
-// over if this one dies.
+// over if this one dies. It returns errStarted when the account's run
+// is recorded already.
 func (s *Service) beginTurn(ctx context.Context, req *agent.StartRequest, sessionID string, kind agent.Name, owner string, hb time.Duration) error {
 	_, err := s.sessions.Begin(ctx, &sessions.SessionBeginRequest{AccountID: req.AccountID, SessionID: sessionID, RunID: req.RunID,
 		Question: req.Question, Title: req.Question, Agent: string(kind)})
@@ -175,6 +194,13 @@ func (s *Service) beginTurn(ctx context.Context, req *agent.StartRequest, sessio
 		data, _ := json.Marshal(&stored)
 		_, err = s.runStore.Create(ctx, &runs.CreateRequest{RunID: req.RunID, AccountID: req.AccountID, SessionID: sessionID, Request: data,
 			Owner: owner, LeaseMS: int(agent.Lease(hb).Milliseconds())})
+		if wire.IsCode(err, wire.AlreadyExists) {
+			// Events answers not_found for another account's run.
+			_, eerr := s.runStore.Events(ctx, &runs.EventsRequest{RunID: req.RunID, AccountID: req.AccountID, After: math.MaxInt64})
+			if eerr == nil {
+				return errStarted
+			}
+		}
 		if err != nil {
 			// The turn in progress would otherwise show running forever.
 			_, ferr := s.sessions.Fail(context.WithoutCancel(ctx), &sessions.SessionFailRequest{AccountID: req.AccountID, SessionID: sessionID, RunID: req.RunID,
@@ -295,7 +321,9 @@ func (r *turnRun) run(ctx context.Context) {
 		semconv.GenAIAgentName(string(r.kind)), semconv.GenAIConversationID(r.sessionID), attribute.String("mirobody.run_id", r.req.RunID)))
 	defer span.End()
 	log := r.s.log.With("run_id", r.req.RunID, "session_id", r.sessionID)
-	if !r.resumed {
+	// A run taken over before it recorded anything (its first replica
+	// died right after creating it) still owes its stream the start.
+	if !r.resumed || r.seq == 0 {
 		r.emit(agent.Event{Type: agent.EventStart, ID: r.req.RunID, SessionID: r.sessionID, Attachments: r.req.Attachments})
 	}
 	for _, n := range r.notices {

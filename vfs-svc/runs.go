@@ -83,9 +83,12 @@ func (s *Service) createRun(ctx context.Context, req *runs.CreateRequest) (*runs
 	if req.Owner == "" || req.LeaseMS <= 0 || !json.Valid(req.Request) {
 		return nil, wire.Errorf(wire.InvalidArgument, "owner, lease_ms and a JSON request are required")
 	}
+	// The same create sent again (its owner token is fresh per run)
+	// answers the run it created: runs.Create is idempotent.
 	r, err := scanRun(s.pool.QueryRow(ctx, `INSERT INTO runs (id, account_id, session_id, state, request, owner, lease_until)
 		VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7::float8 / 1000))
-		ON CONFLICT (id) DO NOTHING RETURNING `+runCols,
+		ON CONFLICT (id) DO UPDATE SET updated = runs.updated WHERE runs.owner = EXCLUDED.owner AND runs.account_id = EXCLUDED.account_id
+		RETURNING `+runCols,
 		req.RunID, req.AccountID, req.SessionID, runs.StateRunning, []byte(req.Request), req.Owner, req.LeaseMS))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, wire.Errorf(wire.AlreadyExists, "run %s exists", req.RunID)
@@ -131,6 +134,9 @@ func (s *Service) recordRun(ctx context.Context, req *runs.RecordRequest) (*runs
 				updated = now()
 			WHERE id = $1 AND owner = $2 AND state <> 'paused' RETURNING cancelled`,
 			req.RunID, req.Owner, req.LeaseMS, checkpoint, last, approval, req.TakeDecision).Scan(&out.Cancelled)
+		if errors.Is(err, pgx.ErrNoRows) && req.Approval != nil {
+			err = pausedAgain(ctx, tx, req, &out)
+		}
 		if errors.Is(err, pgx.ErrNoRows) {
 			return wire.Errorf(wire.FailedPrecondition, "run %s is not owned by this replica any more", req.RunID)
 		}
@@ -151,16 +157,29 @@ func (s *Service) recordRun(ctx context.Context, req *runs.RecordRequest) (*runs
 	return &out, nil
 }
 
+// pausedAgain answers a pausing record sent again after its reply was lost
+// (runs.Record is idempotent): the run is still paused on the same call,
+// and the owner gave it up with the first one. Its events are appended
+// again, which ON CONFLICT leaves as they were. It returns pgx.ErrNoRows
+// when the run is not paused on that call.
+func pausedAgain(ctx context.Context, tx pgx.Tx, req *runs.RecordRequest, out *runs.RecordResponse) error {
+	return tx.QueryRow(ctx, `SELECT cancelled FROM runs WHERE id = $1 AND state = 'paused' AND owner = '' AND approval->>'tool_call_id' = $2`,
+		req.RunID, req.Approval.ToolCallID).Scan(&out.Cancelled)
+}
+
 func (s *Service) claimRun(ctx context.Context, req *runs.ClaimRequest) (*runs.ClaimResponse, error) {
 	if req.Owner == "" || req.LeaseMS <= 0 {
 		return nil, wire.Errorf(wire.InvalidArgument, "owner and lease_ms are required")
 	}
 	// The first owner's lease ends without a claim when it created the
-	// run; every claim after that is a takeover.
+	// run; every claim after that is a takeover. A run the same owner token
+	// (fresh per claim) holds was claimed by this request sent again after
+	// its reply was lost (runs.Claim is idempotent): it is answered again,
+	// not counted twice.
 	row := s.pool.QueryRow(ctx, `UPDATE runs SET owner = $1, lease_until = now() + make_interval(secs => $2::float8 / 1000),
-			takeovers = takeovers + 1, updated = now()
-		WHERE id = (SELECT id FROM runs WHERE state = 'running' AND lease_until < now() AND ($3 = '' OR id = $3)
-			ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED)
+			takeovers = takeovers + CASE WHEN owner = $1 THEN 0 ELSE 1 END, updated = now()
+		WHERE id = (SELECT id FROM runs WHERE state = 'running' AND (owner = $1 OR lease_until < now() AND ($3 = '' OR id = $3))
+			ORDER BY owner = $1 DESC, lease_until LIMIT 1 FOR UPDATE SKIP LOCKED)
 		RETURNING `+runCols, req.Owner, req.LeaseMS, req.RunID)
 	r, err := scanRun(row)
 	if errors.Is(err, pgx.ErrNoRows) {

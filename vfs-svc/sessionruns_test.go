@@ -80,9 +80,12 @@ func TestSessionRuns(t *testing.T) {
 	if len(ts) != 2 || ts[1].Seq != 2 || ts[1].Finish != "unavailable" || ts[1].Error != "the agent stopped responding" || ts[1].Question != "q run-2" {
 		t.Fatalf("turns after fail %+v", ts)
 	}
-	// A save without a run id (or of an unknown run) appends, as before.
-	_, err = ss.Save(c, &sessions.SessionSaveRequest{AccountID: alice, SessionID: "r1", Messages: json.RawMessage(`[]`), Turn: sessions.Turn{Question: "q3", Finish: "stop"}})
+	// A save of a run that never began appends; one without a run id is
+	// refused (a repeat of it could not be told from a new turn).
+	_, err = ss.Save(c, &sessions.SessionSaveRequest{AccountID: alice, SessionID: "r1", Messages: json.RawMessage(`[]`), Turn: sessions.Turn{RunID: "run-3", Question: "q3", Finish: "stop"}})
 	wantCode(t, err, "")
+	_, err = ss.Save(c, &sessions.SessionSaveRequest{AccountID: alice, SessionID: "r1", Messages: json.RawMessage(`[]`), Turn: sessions.Turn{Question: "q4", Finish: "stop"}})
+	wantCode(t, err, wire.InvalidArgument)
 	if ts := turns("r1"); len(ts) != 3 || ts[2].Seq != 3 {
 		t.Fatalf("turns after a plain save %+v", ts)
 	}

@@ -77,8 +77,8 @@ func (s *Service) saveSession(ctx context.Context, req *sessions.SessionSaveRequ
 	if err := checkSessionIDs(req.AccountID, req.SessionID); err != nil {
 		return nil, err
 	}
-	if req.SessionID == "" {
-		return nil, wire.Errorf(wire.InvalidArgument, "session id is required")
+	if req.SessionID == "" || req.Turn.RunID == "" {
+		return nil, wire.Errorf(wire.InvalidArgument, "session id and the turn's run id are required")
 	}
 	if len(req.Messages) == 0 || !json.Valid(req.Messages) {
 		return nil, wire.Errorf(wire.InvalidArgument, "messages must be a JSON array")

@@ -18,7 +18,7 @@ func TestSessions(t *testing.T) {
 	alice, bob := e.account(t), e.account(t)
 	save := func(account, id, q string, msgs string) error {
 		_, err := ss.Save(c, &sessions.SessionSaveRequest{AccountID: account, SessionID: id, Title: q, Agent: "deep",
-			Messages: json.RawMessage(msgs), Turn: sessions.Turn{Question: q, Answer: "a " + q, Finish: "stop", Events: json.RawMessage(`[{"type":"text","text":"a"}]`)}})
+			Messages: json.RawMessage(msgs), Turn: sessions.Turn{RunID: "run-" + id + "-" + q, Question: q, Answer: "a " + q, Finish: "stop", Events: json.RawMessage(`[{"type":"text","text":"a"}]`)}})
 		return err
 	}
 	wantCode(t, save(alice, "s1", "first", `[{"role":"user","content":"first"}]`), "")

@@ -15,8 +15,11 @@ import (
 var (
 	// RunsStart starts a run (request/reply through the queue group).
 	// The reply acknowledges the run; its events then flow to
-	// RunSubject(run id), whichever replica owns the run.
-	RunsStart = wire.Endpoint[StartRequest, StartResponse]{Subject: "agent.runs.start"}
+	// RunSubject(run id), whichever replica owns the run. The run id keys
+	// it: the same start sent again (its replica died before answering)
+	// acknowledges the run the first one recorded, which goes on with its
+	// owner or with the replica that takes it over.
+	RunsStart = wire.Endpoint[StartRequest, StartResponse]{Subject: "agent.runs.start", Idempotent: true}
 	// RunsCancel is published (no queue group, every replica listens)
 	// to cancel a run; the replica running it stops it.
 	RunsCancel = wire.Event[CancelEvent]{Subject: "agent.runs.cancel"}
@@ -36,7 +39,8 @@ type StartRequest struct {
 	// approval, replay); the caller picks it: a UUID.
 	RunID     string `json:"run_id"`
 	AccountID string `json:"account_id"`
-	// SessionID continues a session; empty starts a new one.
+	// SessionID continues a session; empty starts a new one, named
+	// after the run (RunID).
 	SessionID string `json:"session_id,omitempty"`
 	Question  string `json:"question"`
 	// Agent is the turn's agent as the user spelled it; Normalize reads it.

@@ -163,14 +163,30 @@ func mcpToolCall(tool string) func(ctx context.Context, c *http.Client, base, ke
 }
 
 // chatTurn runs one chat turn of the scripted provider to its end event.
+// A stream that broke after its start event (its gateway died) goes on
+// where it stopped: the run is durable, so the client follows it with GET
+// /api/runs/{id}/stream and Last-Event-ID, through the other gateway.
 func chatTurn(ctx context.Context, c *http.Client, base, key string) error {
-	prev := time.Now()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/chat", strings.NewReader(`{"question":"chaos"}`))
+	prog, _ := ctx.Value(chatKey{}).(*chatProgress)
+	if prog == nil {
+		prog = &chatProgress{}
+	}
+	if prog.prev.IsZero() {
+		prog.prev = time.Now()
+	}
+	method, path, body := http.MethodPost, "/api/chat", `{"question":"chaos"}`
+	if prog.runID != "" {
+		method, path, body = http.MethodGet, "/api/runs/"+prog.runID+"/stream", ""
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
+	if prog.lastID != "" {
+		req.Header.Set("Last-Event-ID", prog.lastID)
+	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return err
@@ -178,16 +194,19 @@ func chatTurn(ctx context.Context, c *http.Client, base, key string) error {
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("POST /api/chat: %s %s", resp.Status, bytes.TrimSpace(b))
+		return fmt.Errorf("%s %s: %s %s", method, path, resp.Status, bytes.TrimSpace(b))
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
-	var last agent.Event
 	stall, _ := ctx.Value(stallKey{}).(*time.Duration)
 	for sc.Scan() {
 		if stall != nil {
-			*stall = max(*stall, time.Since(prev))
-			prev = time.Now()
+			*stall = max(*stall, time.Since(prog.prev))
+			prog.prev = time.Now()
+		}
+		if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok {
+			prog.lastID = id
+			continue
 		}
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {
@@ -200,16 +219,31 @@ func chatTurn(ctx context.Context, c *http.Client, base, key string) error {
 		if ev.Type == agent.EventError {
 			return fmt.Errorf("chat error event: %s", ev.Message)
 		}
-		last = ev
+		if ev.Type == agent.EventStart {
+			prog.runID = ev.ID
+		}
+		prog.last = ev
 	}
 	if err := sc.Err(); err != nil {
 		return err
 	}
-	if last.Type != agent.EventEnd || last.FinishReason != agent.FinishStop {
-		return fmt.Errorf("chat stream ended with %s %s", last.Type, last.FinishReason)
+	if prog.last.Type != agent.EventEnd || prog.last.FinishReason != agent.FinishStop {
+		return fmt.Errorf("chat stream ended with %s %s", prog.last.Type, prog.last.FinishReason)
 	}
 	return nil
 }
+
+// chatProgress is how far a chat turn got, kept in its request's context
+// across gateways: its run, the last event id and event it read, and when
+// it read its last line.
+type chatProgress struct {
+	runID, lastID string
+	last          agent.Event
+	prev          time.Time
+}
+
+// chatKey holds a request's *chatProgress in its context.
+type chatKey struct{}
 
 // stallKey holds, in a request's context, where a streamed request
 // records its longest wait for a line.
@@ -222,12 +256,15 @@ type chaosResult struct {
 	took  time.Duration
 	err   error
 	phase string
+	// failedOver: a broken connection sent the request to the other
+	// gateway (an idempotent one again, a chat turn to follow its run).
+	failedOver bool
 }
 
 // chaosLoad runs workers of every kind against the gateways, as clients
 // behind a load balancer: a request whose gateway refuses the connection
-// goes to the other one, and an idempotent one also when its connection
-// breaks mid-request.
+// goes to the other one, and an idempotent one (or a chat turn that has
+// its run's id) also when its connection breaks mid-request.
 type chaosLoad struct {
 	gateways []string
 	key      string
@@ -278,17 +315,26 @@ func (l *chaosLoad) one(k chaosKind, c *http.Client) {
 	// whole length is the turn's, a takeover included.
 	var stall time.Duration
 	ctx = context.WithValue(ctx, stallKey{}, &stall)
+	prog := &chatProgress{}
+	ctx = context.WithValue(ctx, chatKey{}, prog)
 	phase := *l.phase.Load()
 	start := time.Now()
 	i := l.next.Add(1)
 	var err error
+	failedOver := false
 	for {
 		err = k.do(ctx, c, l.gateways[i%uint64(len(l.gateways))], l.key)
 		if err == nil || ctx.Err() != nil {
 			break
 		}
-		if errors.Is(err, syscall.ECONNREFUSED) || k.idempotent && brokenConn(err) {
+		// A chat turn that has its run goes on through the other gateway.
+		if errors.Is(err, syscall.ECONNREFUSED) {
 			i++
+			continue
+		}
+		if (k.idempotent || prog.runID != "") && brokenConn(err) {
+			i++
+			failedOver = true
 			continue
 		}
 		break
@@ -298,7 +344,7 @@ func (l *chaosLoad) one(k chaosKind, c *http.Client) {
 		took = stall
 	}
 	l.mu.Lock()
-	l.results = append(l.results, chaosResult{kind: k.name, at: start.Sub(l.began), took: took, err: err, phase: phase})
+	l.results = append(l.results, chaosResult{kind: k.name, at: start.Sub(l.began), took: took, err: err, phase: phase, failedOver: failedOver})
 	l.mu.Unlock()
 }
 
@@ -313,6 +359,7 @@ type chaosCounts struct {
 	kind       string
 	idempotent bool
 	total      int
+	failedOver int
 	failed     []chaosResult
 	longest    time.Duration
 }
@@ -329,6 +376,9 @@ func (l *chaosLoad) counts(kinds []chaosKind) []chaosCounts {
 				continue
 			}
 			c.total++
+			if r.failedOver {
+				c.failedOver++
+			}
 			c.longest = max(c.longest, r.took)
 			if r.err != nil {
 				c.failed = append(c.failed, r)
@@ -343,9 +393,9 @@ func (l *chaosLoad) counts(kinds []chaosKind) []chaosCounts {
 // request, then every failure with its time to failure and error.
 func chaosReport(counts []chaosCounts) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-26s %6s %6s %9s\n", "kind", "calls", "failed", "longest")
+	fmt.Fprintf(&b, "%-26s %6s %6s %9s %11s\n", "kind", "calls", "failed", "longest", "failed over")
 	for _, c := range counts {
-		fmt.Fprintf(&b, "%-26s %6d %6d %9s\n", c.kind, c.total, len(c.failed), c.longest.Round(time.Millisecond))
+		fmt.Fprintf(&b, "%-26s %6d %6d %9s %11d\n", c.kind, c.total, len(c.failed), c.longest.Round(time.Millisecond), c.failedOver)
 	}
 	for _, c := range counts {
 		fails := slices.Clone(c.failed)

@@ -35,7 +35,7 @@ func TestChatInputHygiene(t *testing.T) {
 	other, err := accts.Create(ctx, &accounts.AccountCreateRequest{Email: "other@example.com"})
 	must(t, err)
 	_, err = sessions.NewSessions(nc).Save(ctx, &sessions.SessionSaveRequest{AccountID: other.ID, SessionID: "taken-1", Title: "theirs",
-		Messages: json.RawMessage(`[]`), Turn: sessions.Turn{Question: "theirs", Answer: "a", Finish: "stop"}})
+		Messages: json.RawMessage(`[]`), Turn: sessions.Turn{RunID: "theirs-1", Question: "theirs", Answer: "a", Finish: "stop"}})
 	must(t, err)
 
 	cases := []struct {

@@ -12,16 +12,23 @@ import (
 
 // Endpoints of durable runs, served by vfs-svc for agent-svc (which owns,
 // checkpoints and claims runs) and the gateway (which replays their events
-// and passes on the user's cancel and approval).
+// and passes on the user's cancel and approval). agent-svc's writes are
+// keyed (by the owner token, a fresh UUID per create and claim, and by
+// event sequence numbers), so a repeat is recognised and they are
+// Idempotent: a run goes on through a vfs-svc replica that dies.
 var (
-	// Create records a new run owned by its caller.
-	Create = wire.Endpoint[CreateRequest, Run]{Subject: "vfs.runs.create"}
+	// Create records a new run owned by its caller; the same create sent
+	// again answers the run it created.
+	Create = wire.Endpoint[CreateRequest, Run]{Subject: "vfs.runs.create", Idempotent: true}
 	// Record appends events, replaces the checkpoint and renews the lease,
-	// in one transaction, if the caller still owns the run.
-	Record = wire.Endpoint[RecordRequest, RecordResponse]{Subject: "vfs.runs.record"}
+	// in one transaction, if the caller still owns the run. An event
+	// already recorded (by run and seq) is kept as it was, and a pausing
+	// record sent again succeeds while the run waits on that call.
+	Record = wire.Endpoint[RecordRequest, RecordResponse]{Subject: "vfs.runs.record", Idempotent: true}
 	// Claim takes over a run whose lease expired (or that an approval or
-	// a cancel woke), or the oldest such run when RunID is empty.
-	Claim = wire.Endpoint[ClaimRequest, ClaimResponse]{Subject: "vfs.runs.claim"}
+	// a cancel woke), or the oldest such run when RunID is empty. A claim
+	// sent again answers the run its owner token already holds.
+	Claim = wire.Endpoint[ClaimRequest, ClaimResponse]{Subject: "vfs.runs.claim", Idempotent: true}
 	// Events reads a run's events after a sequence number, with its state.
 	Events = wire.Endpoint[EventsRequest, EventsResponse]{Subject: "vfs.runs.events", Idempotent: true}
 	// Decide records the user's decision on a paused run and wakes it.

@@ -14,21 +14,25 @@ import (
 )
 
 // Endpoints of chat sessions (agent-svc/design.md "Sessions"), stored by vfs-svc for agent-svc and
-// the gateway.
+// the gateway. A turn's writes (Begin, Save, Fail) are keyed by its run id,
+// so a repeat is recognised and they are Idempotent, as is Rename (the
+// session's title at the end of its first turn): a run's turn survives a
+// vfs-svc replica that dies while it saves.
 var (
 	Load   = wire.Endpoint[SessionLoadRequest, SessionLoadResponse]{Subject: "vfs.sessions.load", Idempotent: true}
-	Save   = wire.Endpoint[SessionSaveRequest, Session]{Subject: "vfs.sessions.save"}
+	Save   = wire.Endpoint[SessionSaveRequest, Session]{Subject: "vfs.sessions.save", Idempotent: true}
 	List   = wire.Endpoint[SessionListRequest, SessionListResponse]{Subject: "vfs.sessions.list", Idempotent: true}
 	Get    = wire.Endpoint[SessionGetRequest, SessionGetResponse]{Subject: "vfs.sessions.get", Idempotent: true}
 	Delete = wire.Endpoint[SessionDeleteRequest, SessionDeleteResponse]{Subject: "vfs.sessions.delete"}
-	Rename = wire.Endpoint[SessionRenameRequest, Session]{Subject: "vfs.sessions.rename"}
+	// Rename sets a title: the same one set again is the same session.
+	Rename = wire.Endpoint[SessionRenameRequest, Session]{Subject: "vfs.sessions.rename", Idempotent: true}
 	// Begin records a run's question as a turn in progress, creating the
 	// session if needed, before the run's first model or tool step.
-	Begin = wire.Endpoint[SessionBeginRequest, Session]{Subject: "vfs.sessions.begin"}
+	Begin = wire.Endpoint[SessionBeginRequest, Session]{Subject: "vfs.sessions.begin", Idempotent: true}
 	// Fail records that a turn in progress ended without its run saving
 	// it: whoever noticed (the gateway, when the agent replica died)
 	// calls it.
-	Fail = wire.Endpoint[SessionFailRequest, SessionFailResponse]{Subject: "vfs.sessions.fail"}
+	Fail = wire.Endpoint[SessionFailRequest, SessionFailResponse]{Subject: "vfs.sessions.fail", Idempotent: true}
 )
 
 // FinishRunning is the finish reason of a turn whose run has not ended:
@@ -38,8 +42,9 @@ const FinishRunning = "running"
 // sessionIDPattern keeps session ids safe in paths, subjects and logs.
 var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
 
-// NewID mints the id of a new session. Whoever starts a session without
-// an id (the gateway, for a Base turn's token; agent-svc) calls it.
+// NewID mints the id of a new session, for whoever starts a session
+// without an id (the gateway, for a Base turn's token or a turn's
+// attachments; agent-svc names a new session after its first run).
 func NewID() string { return uuid.NewString() }
 
 // CheckID returns an invalid_argument error unless id is a well-formed
@@ -97,10 +102,12 @@ type SessionLoadResponse struct {
 }
 
 // SessionSaveRequest records a finished turn in one transaction: the new
-// model messages replace the old ones, and the turn is appended (or, when
-// Turn.RunID names a turn Begin recorded, that turn is completed). A session
-// that does not exist is created for the account; one that belongs to
-// another account is already_exists (the id is taken).
+// model messages replace the old ones, and the turn of Turn.RunID (required)
+// is completed (the turn Begin recorded) or appended. A session that does
+// not exist is created for the account; one that belongs to another account
+// is already_exists (the id is taken). Saving a run's turn again with the
+// same answer, finish, error and events changes nothing and answers the
+// session as the first save left it.
 type SessionSaveRequest struct {
 	AccountID string          `json:"account_id"`
 	SessionID string          `json:"session_id"`
@@ -124,7 +131,8 @@ type SessionBeginRequest struct {
 }
 
 // SessionFailRequest marks the turn of a run failed when it is still in
-// progress; a turn its run already saved is left alone.
+// progress; a turn its run already saved is left alone. Failing a turn
+// again with the same finish and error answers Marked as the first time.
 type SessionFailRequest struct {
 	AccountID string `json:"account_id"`
 	SessionID string `json:"session_id"`
@@ -135,7 +143,7 @@ type SessionFailRequest struct {
 	Error string `json:"error"`
 }
 
-// SessionFailResponse says whether a turn in progress was marked.
+// SessionFailResponse says whether the turn is marked with this failure.
 type SessionFailResponse struct {
 	Marked bool `json:"marked"`
 }
