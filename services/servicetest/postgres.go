@@ -49,9 +49,14 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// StartCluster starts a throwaway private cluster in a temp folder and
-// returns it with its admin DSN. The caller stops it and removes dir.
+// StartCluster starts a throwaway private cluster in a temp folder, with
+// fsync off (tests need no durability), and returns it. The caller stops it
+// and removes dir.
 func StartCluster(ctx context.Context, log *slog.Logger) (c *pgcluster.Cluster, dir string, err error) {
+	return startCluster(ctx, pgcluster.Options{Log: log, NoFsync: true})
+}
+
+func startCluster(ctx context.Context, opts pgcluster.Options) (c *pgcluster.Cluster, dir string, err error) {
 	dir, err = os.MkdirTemp("", "mirobody-pg-")
 	if err != nil {
 		return nil, "", fmt.Errorf("creating cluster folder: %w", err)
@@ -60,7 +65,8 @@ func StartCluster(ctx context.Context, log *slog.Logger) (c *pgcluster.Cluster, 
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, "", fmt.Errorf("opening cluster folder: %w", err)
 	}
-	c = pgcluster.New(pgcluster.Options{Dir: filepath.Join(dir, "data"), Log: log, NoFsync: true})
+	opts.Dir = filepath.Join(dir, "data")
+	c = pgcluster.New(opts)
 	if err := c.Start(ctx); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, "", err
@@ -105,9 +111,35 @@ type DB struct {
 // and says how to install one.
 func Postgres(t testing.TB, migrations Migrations) *DB {
 	t.Helper()
+	return database(t, admin(t), migrations)
+}
+
+// DurablePostgres is Postgres on a private cluster of the caller's own that
+// runs with fsync and synchronous_commit on, as `mirobody dev` and
+// production do, for benchmarks of what a durable commit costs. It starts
+// the cluster (some seconds) and stops it at cleanup.
+func DurablePostgres(t testing.TB, migrations Migrations) *DB {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	adm := admin(t)
+	c, dir, err := startCluster(ctx, pgcluster.Options{})
+	if err != nil {
+		t.Fatalf("starting durable PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = c.Stop(ctx)
+		_ = os.RemoveAll(dir)
+	})
+	return database(t, c.DSN("postgres"), migrations)
+}
+
+// database creates a fresh database on the server adm connects to.
+func database(t testing.TB, adm string, migrations Migrations) *DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	name := "mb_test_" + randomHex(6)
 	conn, err := pgx.Connect(ctx, adm)
 	if err != nil {
