@@ -31,20 +31,34 @@ var (
 	startErr error
 	cluster  *pgcluster.Cluster
 	baseDir  string
+
+	// durable is DurablePostgres's cluster.
+	durable struct {
+		once    sync.Once
+		cluster *pgcluster.Cluster
+		dir     string
+		err     error
+	}
 )
 
-// Main runs the package's tests and stops the private PostgreSQL cluster
-// that Postgres may have started. Packages that call Postgres use it:
+// Main runs the package's tests and stops the private PostgreSQL clusters
+// that Postgres and DurablePostgres may have started. Packages that call
+// them use it:
 //
 //	func TestMain(m *testing.M) { servicetest.Main(m) }
 func Main(m *testing.M) {
 	mainUsed = true
 	code := m.Run()
-	if cluster != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_ = cluster.Stop(ctx)
-		cancel()
-		_ = os.RemoveAll(baseDir)
+	for _, c := range []struct {
+		cluster *pgcluster.Cluster
+		dir     string
+	}{{cluster, baseDir}, {durable.cluster, durable.dir}} {
+		if c.cluster != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_ = c.cluster.Stop(ctx)
+			cancel()
+			_ = os.RemoveAll(c.dir)
+		}
 	}
 	os.Exit(code)
 }
@@ -114,25 +128,25 @@ func Postgres(t testing.TB, migrations Migrations) *DB {
 	return database(t, admin(t), migrations)
 }
 
-// DurablePostgres is Postgres on a private cluster of the caller's own that
-// runs with fsync and synchronous_commit on, as `mirobody dev` and
-// production do, for benchmarks of what a durable commit costs. It starts
-// the cluster (some seconds) and stops it at cleanup.
+// DurablePostgres is Postgres on a second private cluster that runs with
+// fsync and synchronous_commit on, as `mirobody dev` and production do, for
+// benchmarks of what a durable commit costs. The first call starts the
+// cluster (some seconds); Main stops it.
 func DurablePostgres(t testing.TB, migrations Migrations) *DB {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, dir, err := startCluster(ctx, pgcluster.Options{})
-	if err != nil {
-		t.Fatalf("starting durable PostgreSQL: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	durable.once.Do(func() {
+		if !mainUsed {
+			durable.err = fmt.Errorf("servicetest.DurablePostgres needs func TestMain(m *testing.M) { servicetest.Main(m) } in this package, so the cluster is stopped")
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		_ = c.Stop(ctx)
-		_ = os.RemoveAll(dir)
+		durable.cluster, durable.dir, durable.err = startCluster(ctx, pgcluster.Options{})
 	})
-	return database(t, c.DSN("postgres"), migrations)
+	if durable.err != nil {
+		t.Fatalf("starting durable PostgreSQL: %v", durable.err)
+	}
+	return database(t, durable.cluster.DSN("postgres"), migrations)
 }
 
 // database creates a fresh database on the server adm connects to.
