@@ -89,8 +89,9 @@ func (c *change) rollback(ctx context.Context) { _ = c.tx.Rollback(context.Witho
 // is not a directory.
 func (c *change) placeable(ctx context.Context, l loc) error {
 	var blocker string
-	err := c.tx.QueryRow(ctx, `SELECT path FROM vfs_files
-		WHERE account_id = $1 AND session_id = $2 AND path = ANY($3) LIMIT 1`,
+	// One probe of the primary key per ancestor, as writeSQL's blocker.
+	err := c.tx.QueryRow(ctx, `SELECT a.path FROM unnest($3::text[]) AS a(path) WHERE (SELECT true FROM vfs_files
+		WHERE account_id = $1 AND session_id = $2 AND path = a.path) LIMIT 1`,
 		l.account, l.session(), ancestors(l.path)).Scan(&blocker)
 	if err == nil {
 		return wire.Errorf(wire.NotDir, "%s is a file, so %s cannot be created", blocker, l.path)
