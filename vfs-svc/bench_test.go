@@ -11,8 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs/files"
 	"github.com/mirobody/mirobody-go/services/vfs/userdata"
+	"github.com/mirobody/mirobody-go/vfs-svc/migrations"
 )
 
 // words is the vocabulary of the benchmark files, so that trigrams repeat
@@ -137,11 +139,38 @@ func BenchmarkGeneticImport(b *testing.B) {
 
 // BenchmarkWriteOneAccount writes small files of one account over NATS
 // from 32 concurrent writers, each to its own paths (issue 20: at least
-// 1,000 writes/s). withpg runs Postgres with fsync off, so this measures
-// the serialisation of the account's changes; with fsync on, each commit
-// waits for the disk too, and group commit shares that wait.
+// 1,000 writes/s without giving up durability). fsync=off runs on the
+// shared test server (withpg's runs with fsync off; TEST_DATABASE_URL may
+// name another), which measures the serialisation of the account's
+// changes; fsync=on runs on a private server with fsync and
+// synchronous_commit on, as `mirobody dev` and production do, so each
+// group's commit waits for the disk as well.
 func BenchmarkWriteOneAccount(b *testing.B) {
-	e := start(b, nil)
+	for _, c := range []struct {
+		name    string
+		db      func(testing.TB, servicetest.Migrations) *servicetest.DB
+		durable bool
+	}{
+		{"fsync=off", servicetest.Postgres, false},
+		{"fsync=on", servicetest.DurablePostgres, true},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			db := c.db(b, migrations.FS)
+			var fsync, syncCommit string
+			if err := db.Pool.QueryRow(context.Background(), `SELECT current_setting('fsync'), current_setting('synchronous_commit')`).
+				Scan(&fsync, &syncCommit); err != nil {
+				b.Fatal(err)
+			}
+			if c.durable && (fsync != "on" || syncCommit != "on") {
+				b.Fatalf("the durable server runs with fsync=%s synchronous_commit=%s", fsync, syncCommit)
+			}
+			b.Logf("fsync=%s synchronous_commit=%s", fsync, syncCommit)
+			benchWriteOneAccount(b, startOn(b, db, nil))
+		})
+	}
+}
+
+func benchWriteOneAccount(b *testing.B, e *env) {
 	sc := files.Scope{AccountID: e.account(b), SessionID: "s"}
 	const writers = 32
 	var next atomic.Int64

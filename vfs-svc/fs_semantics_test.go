@@ -62,6 +62,8 @@ func TestWriteAndEdit(t *testing.T) {
 	mustWrite(t, e, sc, "/d/x.txt", "x")
 	_, err = e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/a.txt/b", Content: "x"})
 	wantCode(t, err, wire.NotDir)
+	_, err = e.fs.Move(c, &files.MoveRequest{Scope: sc, From: "/d/x.txt", To: "/a.txt/b/y.txt"})
+	wantCode(t, err, wire.NotDir)
 	_, err = e.fs.Write(c, &files.WriteRequest{Scope: sc, Path: "/d", Content: "x", Overwrite: true})
 	wantCode(t, err, wire.IsDir)
 	_, err = e.fs.Read(c, &files.ReadRequest{Scope: sc, Path: "/d"})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
@@ -21,10 +20,11 @@ import (
 // consistent (no file below a file, no file where a directory is) and the
 // quota then cannot race.
 type change struct {
-	s     *Service
-	tx    pgx.Tx
-	used  int64
-	delta int64
+	s       *Service
+	tx      pgx.Tx
+	account string
+	used    int64 // the usage row's bytes, as this transaction last saw them
+	delta   int64 // the change of used not yet in the usage row
 }
 
 func (s *Service) begin(ctx context.Context, account string) (*change, error) {
@@ -32,12 +32,13 @@ func (s *Service) begin(ctx context.Context, account string) (*change, error) {
 	if err != nil {
 		return nil, fmt.Errorf("beginning transaction: %w", err)
 	}
-	c := &change{s: s, tx: tx}
-	_, err = tx.Exec(ctx, `INSERT INTO vfs_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING`, account)
-	if err == nil {
-		err = tx.QueryRow(ctx, `SELECT bytes FROM vfs_usage WHERE account_id = $1 FOR UPDATE`, account).Scan(&c.used)
-	}
-	if err != nil {
+	c := &change{s: s, tx: tx, account: account}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO vfs_usage (account_id) VALUES ($1) ON CONFLICT DO NOTHING`, account)
+	b.Queue(`SELECT bytes FROM vfs_usage WHERE account_id = $1 FOR UPDATE`, account).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&c.used)
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		_ = tx.Rollback(ctx)
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && pgErr.Code == "23503" {
@@ -50,20 +51,29 @@ func (s *Service) begin(ctx context.Context, account string) (*change, error) {
 
 // grow accounts for size going from old to new bytes, within the limits.
 func (c *change) grow(old, new int64) error {
-	if new > int64(c.s.maxFile) {
-		return wire.Errorf(wire.ResourceExhausted, "file would be %d bytes; the limit is %d (VFS_MAX_FILE_BYTES)", new, c.s.maxFile)
-	}
-	if d := new - old; d > 0 && c.used+c.delta+d > int64(c.s.quota) {
-		return wire.Errorf(wire.ResourceExhausted, "account quota of %d bytes would be exceeded (VFS_QUOTA_BYTES)", c.s.quota)
+	if err := c.s.checkGrowth(c.used+c.delta, old, new); err != nil {
+		return err
 	}
 	c.delta += new - old
 	return nil
 }
 
+// checkGrowth checks that a file may go from old to new bytes while the
+// account stores used bytes.
+func (s *Service) checkGrowth(used, old, new int64) error {
+	if new > int64(s.maxFile) {
+		return wire.Errorf(wire.ResourceExhausted, "file would be %d bytes; the limit is %d (VFS_MAX_FILE_BYTES)", new, s.maxFile)
+	}
+	if d := new - old; d > 0 && used+d > int64(s.quota) {
+		return wire.Errorf(wire.ResourceExhausted, "account quota of %d bytes would be exceeded (VFS_QUOTA_BYTES)", s.quota)
+	}
+	return nil
+}
+
 // commit records the usage change and commits.
-func (c *change) commit(ctx context.Context, account string) error {
+func (c *change) commit(ctx context.Context) error {
 	if c.delta != 0 {
-		if _, err := c.tx.Exec(ctx, `UPDATE vfs_usage SET bytes = bytes + $2 WHERE account_id = $1`, account, c.delta); err != nil {
+		if _, err := c.tx.Exec(ctx, `UPDATE vfs_usage SET bytes = bytes + $2 WHERE account_id = $1`, c.account, c.delta); err != nil {
 			return fmt.Errorf("updating usage: %w", err)
 		}
 	}
@@ -79,8 +89,9 @@ func (c *change) rollback(ctx context.Context) { _ = c.tx.Rollback(context.Witho
 // is not a directory.
 func (c *change) placeable(ctx context.Context, l loc) error {
 	var blocker string
-	err := c.tx.QueryRow(ctx, `SELECT path FROM vfs_files
-		WHERE account_id = $1 AND session_id = $2 AND path = ANY($3) LIMIT 1`,
+	// One probe of the primary key per ancestor, as writeSQL's blocker.
+	err := c.tx.QueryRow(ctx, `SELECT a.path FROM unnest($3::text[]) AS a(path) WHERE (SELECT true FROM vfs_files
+		WHERE account_id = $1 AND session_id = $2 AND path = a.path) LIMIT 1`,
 		l.account, l.session(), ancestors(l.path)).Scan(&blocker)
 	if err == nil {
 		return wire.Errorf(wire.NotDir, "%s is a file, so %s cannot be created", blocker, l.path)
@@ -94,38 +105,6 @@ func (c *change) placeable(ctx context.Context, l loc) error {
 		return wire.Errorf(wire.IsDir, "%s is a directory", l.path)
 	}
 	return nil
-}
-
-// target checks, as placeable does, that a file may exist at the writable
-// l, and returns the file there (nil for none). It asks in one query what
-// placeable and lookup ask in three: a write's round trips to Postgres are
-// what one account's group of changes waits on.
-func (c *change) target(ctx context.Context, l loc) (*file, error) {
-	lo, hi := l.prefix()
-	var (
-		blocker       *string
-		size, version *int64
-		modified      *time.Time
-		dir           bool
-	)
-	err := c.tx.QueryRow(ctx, `SELECT
-		(SELECT path FROM vfs_files WHERE account_id = $1 AND session_id = $2 AND path = ANY($3) LIMIT 1),
-		f.size, f.version, f.modified,
-		EXISTS (SELECT 1 FROM vfs_files WHERE account_id = $1 AND session_id = $2 AND path >= $5 AND path < $6)
-		FROM (SELECT) AS one LEFT JOIN vfs_files f ON f.account_id = $1 AND f.session_id = $2 AND f.path = $4`,
-		l.account, l.session(), ancestors(l.path), l.path, lo, hi).Scan(&blocker, &size, &version, &modified, &dir)
-	if err != nil {
-		return nil, fmt.Errorf("checking %s: %w", l.path, err)
-	}
-	switch {
-	case blocker != nil:
-		return nil, wire.Errorf(wire.NotDir, "%s is a file, so %s cannot be created", *blocker, l.path)
-	case size != nil:
-		return &file{size: *size, version: *version, modified: *modified}, nil
-	case dir || l.path+"/" == files.MemoriesRoot:
-		return nil, wire.Errorf(wire.IsDir, "%s is a directory", l.path)
-	}
-	return nil, nil
 }
 
 // checkContent refuses what Postgres text cannot hold.
@@ -150,38 +129,8 @@ func (s *Service) write(ctx context.Context, req *files.WriteRequest) (*files.Fi
 	if req.ExpectedVersion < 0 {
 		return nil, wire.Errorf(wire.InvalidArgument, "expected_version must not be negative")
 	}
-	var out *files.FileInfo
-	err = s.change(ctx, l.account, func(ctx context.Context, c *change) error {
-		cur, err := c.target(ctx, l)
-		if err != nil {
-			return err
-		}
-		var old int64
-		switch {
-		case cur != nil && !req.Overwrite:
-			return wire.Errorf(wire.AlreadyExists, "%s exists (version %d)", l.path, cur.version)
-		case req.ExpectedVersion > 0 && (cur == nil || cur.version != req.ExpectedVersion):
-			return versionConflict(l.path, req.ExpectedVersion, cur)
-		case cur != nil:
-			old = cur.size
-		}
-		if err := c.grow(old, int64(len(req.Content))); err != nil {
-			return err
-		}
-		f := file{size: int64(len(req.Content))}
-		err = c.tx.QueryRow(ctx, `INSERT INTO vfs_files (account_id, session_id, path, content, size, version)
-			VALUES ($1, $2, $3, $4, $5, 1)
-			ON CONFLICT (account_id, session_id, path) DO UPDATE
-			SET content = excluded.content, size = excluded.size, version = vfs_files.version + 1, modified = now()
-			RETURNING version, modified`,
-			l.account, l.session(), l.path, req.Content, f.size).Scan(&f.version, &f.modified)
-		if err != nil {
-			return fmt.Errorf("writing %s: %w", l.path, err)
-		}
-		out = f.info(l.path)
-		return nil
-	})
-	if err != nil {
+	out, st := s.writeStmt(l, req)
+	if err := s.changeStmt(ctx, l.account, st); err != nil {
 		return nil, err
 	}
 	s.announceFiles(ctx, l)

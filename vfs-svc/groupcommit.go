@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
@@ -29,11 +31,25 @@ type groups struct {
 	pending map[string][]*pendingChange // account -> waiting changes; present while a runner drains it
 }
 
-// pendingChange is one change waiting for its group.
+// pendingChange is one change waiting for its group: fn, or else st.
 type pendingChange struct {
 	ctx  context.Context
 	fn   func(context.Context, *change) error
+	st   *stmt
 	done chan error
+}
+
+// stmt is a change made by one statement that checks and writes at once
+// (a write). A group's stmts in a row go to Postgres in one pipeline, one
+// round trip for all of them; each still sees those before it, since
+// Postgres runs them one after the other in the group's transaction.
+type stmt struct {
+	sql  string
+	args []any
+	// scan reads the statement's row and returns the change's verdict: a
+	// check's error (the statement then wrote nothing) or nil. Any other
+	// error leaves the group in doubt.
+	scan func(pgx.Row, *change) error
 }
 
 // change runs fn as one of account's changes: fn reads and writes through
@@ -43,7 +59,19 @@ type pendingChange struct {
 // again one by one. change returns fn's error, or the group's, after the
 // commit. fn must use the context it is given, which outlives the caller's.
 func (s *Service) change(ctx context.Context, account string, fn func(context.Context, *change) error) error {
-	p := &pendingChange{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	return s.enqueue(account, &pendingChange{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+// changeStmt runs st as one of account's changes, as change runs a fn.
+func (s *Service) changeStmt(ctx context.Context, account string, st *stmt) error {
+	return s.enqueue(account, &pendingChange{ctx: ctx, st: st, done: make(chan error, 1)})
+}
+
+// enqueue adds p to account's queue, starts a runner unless one drains the
+// queue already, and waits for p's result. The runner commits as soon as
+// the previous commit has returned, with whatever queued meanwhile, so a
+// group is as large as the load makes it, and no timer delays a lone change.
+func (s *Service) enqueue(account string, p *pendingChange) error {
 	g := &s.groups
 	g.mu.Lock()
 	if g.pending == nil {
@@ -114,22 +142,74 @@ func (s *Service) tryGroup(ctx context.Context, account string, group []*pending
 	}
 	defer c.rollback(ctx)
 	results := make([]error, len(group))
-	for i, p := range group {
+	for i := 0; i < len(group); {
+		if group[i].st != nil {
+			n := 1
+			for i+n < len(group) && group[i+n].st != nil {
+				n++
+			}
+			if err := c.pipeline(ctx, group[i:i+n], results[i:i+n]); err != nil {
+				return nil, fmt.Errorf("%w: %w", errInDoubt, err)
+			}
+			i += n
+			continue
+		}
+		p := group[i]
 		if err := p.ctx.Err(); err != nil {
 			// The caller has gone: its change is not made.
 			results[i] = err
-			continue
-		}
-		err := p.fn(ctx, c)
-		if err != nil && !expected(err) {
+		} else if err := p.fn(ctx, c); err != nil && !expected(err) {
 			return nil, fmt.Errorf("%w: %w", errInDoubt, err)
+		} else {
+			results[i] = err
 		}
-		results[i] = err
+		i++
 	}
-	if err := c.commit(ctx, account); err != nil {
+	if err := c.commit(ctx); err != nil {
 		return nil, err
 	}
 	return results, nil
+}
+
+// pipeline runs the stmts of ps in one round trip and puts their verdicts
+// in results. The usage row is brought up to date first, since each stmt
+// checks the quota against it and keeps it in step itself.
+func (c *change) pipeline(ctx context.Context, ps []*pendingChange, results []error) error {
+	b := &pgx.Batch{}
+	if c.delta != 0 {
+		b.Queue(`UPDATE vfs_usage SET bytes = bytes + $2 WHERE account_id = $1`, c.account, c.delta)
+		c.used, c.delta = c.used+c.delta, 0
+	}
+	var queued []int
+	for i, p := range ps {
+		if err := p.ctx.Err(); err != nil {
+			results[i] = err
+			continue
+		}
+		b.Queue(p.st.sql, p.st.args...)
+		queued = append(queued, i)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	br := c.tx.SendBatch(ctx, b)
+	defer br.Close()
+	if b.Len() > len(queued) {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("updating usage: %w", err)
+		}
+	}
+	for _, i := range queued {
+		err := ps[i].st.scan(br.QueryRow(), c)
+		if err != nil && !expected(err) {
+			return err
+		}
+		results[i] = err
+	}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("running a pipeline of writes: %w", err)
+	}
+	return nil
 }
 
 // expected reports whether err is a check's verdict (not found, exists,

@@ -2,10 +2,14 @@ package vfssvc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/vfs/files"
@@ -110,4 +114,144 @@ func TestGroupCommitConcurrentChanges(t *testing.T) {
 	if used != storedBytes || used != quota {
 		t.Errorf("usage row %d, stored %d, want both %d", used, storedBytes, quota)
 	}
+}
+
+// One group of changes with every verdict, in a known order: each change
+// sees those before it in the same pipeline (the tree, versions, and the
+// quota, also after an edit between writes), a check's failure leaves the
+// others alone, a change whose caller has gone is not made, and a change
+// that fails in the database (in doubt) fails alone after the group is
+// rolled back and its changes run again one by one.
+func TestGroupCommitMixedGroup(t *testing.T) {
+	e := start(t, func(c *conf.Config) { c.VFSMaxFileBytes, c.VFSQuotaBytes = 100, 200 })
+	c := ctx(t)
+	gone, cancel := context.WithCancel(c)
+	cancel()
+	sc := files.Scope{AccountID: e.account(t), SessionID: "s"}
+	write := func(ctx context.Context, req files.WriteRequest) func() error {
+		return func() error {
+			req.Scope = sc
+			_, err := e.svc.write(ctx, &req)
+			return err
+		}
+	}
+	edit := func(req files.EditRequest) func() error {
+		return func() error {
+			req.Scope = sc
+			_, err := e.svc.edit(c, &req)
+			return err
+		}
+	}
+	failing := func() error {
+		return e.svc.changeStmt(c, sc.AccountID, &stmt{sql: `SELECT 1/0`, scan: func(row pgx.Row, _ *change) error {
+			var n int
+			return row.Scan(&n)
+		}})
+	}
+	type step struct {
+		name string
+		run  func() error
+		// want is the error's code: "" for none, internal for any error
+		// but a check's, canceled for the caller's context's error.
+		want wire.Code
+	}
+	const canceled = wire.Code("canceled")
+	steps := []step{
+		{"create /a", write(c, files.WriteRequest{Path: "/a", Content: "one"}), ""},
+		{"below the file just written", write(c, files.WriteRequest{Path: "/a/b", Content: "x"}), wire.NotDir},
+		{"create-only again", write(c, files.WriteRequest{Path: "/a", Content: "two"}), wire.AlreadyExists},
+		{"stale version", write(c, files.WriteRequest{Path: "/a", Content: "two", Overwrite: true, ExpectedVersion: 2}), wire.FailedPrecondition},
+		{"overwrite at version 1", write(c, files.WriteRequest{Path: "/a", Content: "two", Overwrite: true, ExpectedVersion: 1}), ""},
+		{"edit between writes", edit(files.EditRequest{Path: "/a", Old: "two", New: strings.Repeat("2", 90), ExpectedVersion: 2}), ""},
+		{"too large", write(c, files.WriteRequest{Path: "/big", Content: strings.Repeat("x", 101)}), wire.ResourceExhausted},
+		{"caller gone", write(gone, files.WriteRequest{Path: "/gone", Content: "x"}), canceled},
+		{"up to the quota", write(c, files.WriteRequest{Path: "/d/c", Content: strings.Repeat("c", 100)}), ""},
+		{"over the quota", write(c, files.WriteRequest{Path: "/d/e", Content: strings.Repeat("e", 15)}), wire.ResourceExhausted},
+		{"shrinking within the quota", write(c, files.WriteRequest{Path: "/d/c", Content: "c", Overwrite: true}), ""},
+		{"a directory", write(c, files.WriteRequest{Path: "/d", Content: "x"}), wire.IsDir},
+	}
+	for _, tt := range []struct {
+		name  string
+		steps []step
+	}{
+		{"checks", steps},
+		{"in doubt", append([]step{{"fails in the database", failing, wire.Internal}}, steps...)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			errs := runOneGroup(t, e.svc, sc.AccountID, len(tt.steps), func(i int) error { return tt.steps[i].run() })
+			for i, s := range tt.steps {
+				err := errs[i]
+				switch s.want {
+				case "":
+					if err != nil {
+						t.Errorf("%s: %v", s.name, err)
+					}
+				case canceled:
+					if !errors.Is(err, context.Canceled) {
+						t.Errorf("%s: %v, want context canceled", s.name, err)
+					}
+				case wire.Internal:
+					if err == nil || expected(err) {
+						t.Errorf("%s: %v, want a failure", s.name, err)
+					}
+				default:
+					if !wire.IsCode(err, s.want) {
+						t.Errorf("%s: %v, want %s", s.name, err, s.want)
+					}
+				}
+			}
+			var used, stored, n int64
+			if err := e.pool.QueryRow(c, `SELECT u.bytes, (SELECT coalesce(sum(size), 0) FROM vfs_files WHERE account_id = $1),
+				(SELECT count(*) FROM vfs_files WHERE account_id = $1) FROM vfs_usage u WHERE u.account_id = $1`,
+				sc.AccountID).Scan(&used, &stored, &n); err != nil {
+				t.Fatal(err)
+			}
+			if used != 91 || stored != 91 || n != 2 {
+				t.Errorf("usage row %d, stored %d bytes in %d files; want 91 in 2 (/a, /d/c)", used, stored, n)
+			}
+			for _, p := range []string{"/a", "/d"} {
+				if _, err := e.fs.Delete(c, &files.DeleteRequest{Scope: sc, Path: p, Recursive: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// runOneGroup runs n changes of account as one group, in order: change i
+// is run(i). It holds the account's queue with a change of its own until
+// all n wait, and returns their results.
+func runOneGroup(t *testing.T, s *Service, account string, n int, run func(i int) error) []error {
+	t.Helper()
+	started, release := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- s.change(context.Background(), account, func(context.Context, *change) error {
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	<-started
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = run(i) })
+		for queued(s, account) < i+1 {
+			runtime.Gosched()
+		}
+	}
+	close(release)
+	wg.Wait()
+	if err := <-held; err != nil {
+		t.Fatalf("holding the queue: %v", err)
+	}
+	return errs
+}
+
+// queued is how many changes of account wait for a group.
+func queued(s *Service, account string) int {
+	s.groups.mu.Lock()
+	defer s.groups.mu.Unlock()
+	return len(s.groups.pending[account])
 }

@@ -30,10 +30,16 @@ type env struct {
 	data   *userdata.Data
 }
 
-// start runs vfs-svc for the test; tweak adjusts the config first.
+// start runs vfs-svc for the test on a fresh database; tweak adjusts the
+// config first.
 func start(t testing.TB, tweak func(*conf.Config)) *env {
 	t.Helper()
-	db := servicetest.Postgres(t, migrations.FS)
+	return startOn(t, servicetest.Postgres(t, migrations.FS), tweak)
+}
+
+// startOn runs vfs-svc for the test on db, migrated.
+func startOn(t testing.TB, db *servicetest.DB, tweak func(*conf.Config)) *env {
+	t.Helper()
 	url := servicetest.NATS(t)
 	res, err := conf.Load(conf.LoadOptions{LookupEnv: func(string) (string, bool) { return "", false }})
 	if err != nil {

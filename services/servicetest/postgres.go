@@ -31,27 +31,46 @@ var (
 	startErr error
 	cluster  *pgcluster.Cluster
 	baseDir  string
+
+	// durable is DurablePostgres's cluster.
+	durable struct {
+		once    sync.Once
+		cluster *pgcluster.Cluster
+		dir     string
+		err     error
+	}
 )
 
-// Main runs the package's tests and stops the private PostgreSQL cluster
-// that Postgres may have started. Packages that call Postgres use it:
+// Main runs the package's tests and stops the private PostgreSQL clusters
+// that Postgres and DurablePostgres may have started. Packages that call
+// them use it:
 //
 //	func TestMain(m *testing.M) { servicetest.Main(m) }
 func Main(m *testing.M) {
 	mainUsed = true
 	code := m.Run()
-	if cluster != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		_ = cluster.Stop(ctx)
-		cancel()
-		_ = os.RemoveAll(baseDir)
+	for _, c := range []struct {
+		cluster *pgcluster.Cluster
+		dir     string
+	}{{cluster, baseDir}, {durable.cluster, durable.dir}} {
+		if c.cluster != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_ = c.cluster.Stop(ctx)
+			cancel()
+			_ = os.RemoveAll(c.dir)
+		}
 	}
 	os.Exit(code)
 }
 
-// StartCluster starts a throwaway private cluster in a temp folder and
-// returns it with its admin DSN. The caller stops it and removes dir.
+// StartCluster starts a throwaway private cluster in a temp folder, with
+// fsync off (tests need no durability), and returns it. The caller stops it
+// and removes dir.
 func StartCluster(ctx context.Context, log *slog.Logger) (c *pgcluster.Cluster, dir string, err error) {
+	return startCluster(ctx, pgcluster.Options{Log: log, NoFsync: true})
+}
+
+func startCluster(ctx context.Context, opts pgcluster.Options) (c *pgcluster.Cluster, dir string, err error) {
 	dir, err = os.MkdirTemp("", "mirobody-pg-")
 	if err != nil {
 		return nil, "", fmt.Errorf("creating cluster folder: %w", err)
@@ -60,7 +79,8 @@ func StartCluster(ctx context.Context, log *slog.Logger) (c *pgcluster.Cluster, 
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return nil, "", fmt.Errorf("opening cluster folder: %w", err)
 	}
-	c = pgcluster.New(pgcluster.Options{Dir: filepath.Join(dir, "data"), Log: log, NoFsync: true})
+	opts.Dir = filepath.Join(dir, "data")
+	c = pgcluster.New(opts)
 	if err := c.Start(ctx); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, "", err
@@ -105,9 +125,35 @@ type DB struct {
 // and says how to install one.
 func Postgres(t testing.TB, migrations Migrations) *DB {
 	t.Helper()
+	return database(t, admin(t), migrations)
+}
+
+// DurablePostgres is Postgres on a second private cluster that runs with
+// fsync and synchronous_commit on, as `mirobody dev` and production do, for
+// benchmarks of what a durable commit costs. The first call starts the
+// cluster (some seconds); Main stops it.
+func DurablePostgres(t testing.TB, migrations Migrations) *DB {
+	t.Helper()
+	durable.once.Do(func() {
+		if !mainUsed {
+			durable.err = fmt.Errorf("servicetest.DurablePostgres needs func TestMain(m *testing.M) { servicetest.Main(m) } in this package, so the cluster is stopped")
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		durable.cluster, durable.dir, durable.err = startCluster(ctx, pgcluster.Options{})
+	})
+	if durable.err != nil {
+		t.Fatalf("starting durable PostgreSQL: %v", durable.err)
+	}
+	return database(t, durable.cluster.DSN("postgres"), migrations)
+}
+
+// database creates a fresh database on the server adm connects to.
+func database(t testing.TB, adm string, migrations Migrations) *DB {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	adm := admin(t)
 	name := "mb_test_" + randomHex(6)
 	conn, err := pgx.Connect(ctx, adm)
 	if err != nil {
