@@ -65,6 +65,10 @@ type external struct {
 type accountConfig struct {
 	specs  []serverSpec
 	loaded time.Time
+	// stored is the number of servers the account has stored, in any
+	// state; failed marks a read that failed (and listed none).
+	stored int
+	failed bool
 }
 
 // connKey names a cached session: a stored server by its name, a chat
@@ -170,6 +174,16 @@ func (x *external) toolsFor(ctx context.Context, account string, turn []agent.Se
 	return out
 }
 
+// serverless reports whether the account is known to have no stored
+// server at all: its tool list then changes only when it adds one, which
+// announces it (AccountChanged). A failed or forgotten read says no.
+func (x *external) serverless(account string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	cfg := x.accounts[account]
+	return cfg != nil && !cfg.failed && cfg.stored == 0
+}
+
 // config returns the account's enabled servers, from the cache or from
 // vfs-svc. A failed read lists none (and is logged): the registry's own
 // tools still answer.
@@ -188,11 +202,11 @@ func (x *external) config(ctx context.Context, account string) []serverSpec {
 		// Remembered briefly, so that a vfs-svc outage does not cost every
 		// list a round trip.
 		x.mu.Lock()
-		x.accounts[account] = &accountConfig{loaded: time.Now().Add(failedConfigTTL - configTTL)}
+		x.accounts[account] = &accountConfig{loaded: time.Now().Add(failedConfigTTL - configTTL), failed: true}
 		x.mu.Unlock()
 		return nil
 	}
-	cfg = &accountConfig{loaded: time.Now()}
+	cfg = &accountConfig{loaded: time.Now(), stored: len(resp.Servers)}
 	for _, m := range resp.Servers {
 		if !m.Enabled {
 			continue

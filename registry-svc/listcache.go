@@ -89,20 +89,27 @@ func (p *policy) profile(a agent.Name) agent.Name {
 func (r *Registry) listEncoded(ctx context.Context, req *registry.ListRequest) (*encodedList, error) {
 	s := r.current()
 	kinds := r.callerKinds(ctx, req.Caller, s.sorted)
+	ext := r.externalFor(ctx, req.Caller, req.Servers)
+	stable := len(req.Servers) == 0 && r.stable(s, req.Caller)
 	key := s.lists.key(r.policy.profile(req.Caller.Agent), kinds)
+	if stable {
+		// Its own entry, hence its own ETag: a "not modified" reply then
+		// always means the same Stable as the answer it confirms.
+		key += "|stable"
+	}
 	s.lists.mu.Lock()
 	l := s.lists.byKey[key]
 	s.lists.mu.Unlock()
 	if l == nil {
 		var err error
-		if l, err = r.encodeList(s, req.Caller, kinds, key); err != nil {
+		if l, err = r.encodeList(s, req.Caller, kinds, key, stable); err != nil {
 			return nil, err
 		}
 		s.lists.mu.Lock()
 		s.lists.byKey[key] = l
 		s.lists.mu.Unlock()
 	}
-	if ext := r.externalFor(ctx, req.Caller, req.Servers); len(ext.tools) > 0 || len(req.Servers) > 0 {
+	if len(ext.tools) > 0 || len(req.Servers) > 0 {
 		return r.listExternal(s, req, kinds, l, ext)
 	}
 	if req.IfNoneMatch == l.etag {
@@ -111,16 +118,31 @@ func (r *Registry) listEncoded(ctx context.Context, req *registry.ListRequest) (
 	return l.full, nil
 }
 
+// stable reports whether c's answer from s changes only with an event
+// this registry publishes after its own state changed: Changed (a new
+// snapshot) or AccountChanged for c's account (its servers). It does not
+// for an account whose data kinds gate tools (vfs-svc announces those, and
+// a holder may hear it before this replica does) nor for one with servers
+// (a server backing off or coming back changes the answer on its own).
+// registry-svc/design.md "Stable lists".
+func (r *Registry) stable(s *snapshot, c registry.Caller) bool {
+	if c.Anonymous() {
+		return true
+	}
+	return len(s.lists.gating) == 0 && (r.ext == nil || r.ext.serverless(c.AccountID))
+}
+
 // encodeList builds the cached answer for key.
-func (r *Registry) encodeList(s *snapshot, c registry.Caller, kinds map[string]bool, key string) (*cachedList, error) {
+func (r *Registry) encodeList(s *snapshot, c registry.Caller, kinds map[string]bool, key string, stable bool) (*cachedList, error) {
 	sum := sha256.Sum256([]byte(s.revision + "\x00" + key))
 	resp := r.listFor(s, c, kinds)
 	resp.ETag = hex.EncodeToString(sum[:12])
+	resp.Stable = stable
 	full, err := json.Marshal(resp)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the tool list: %w", err)
 	}
-	short, err := json.Marshal(&registry.ListResponse{Revision: s.revision, ETag: resp.ETag, NotModified: true})
+	short, err := json.Marshal(&registry.ListResponse{Revision: s.revision, ETag: resp.ETag, NotModified: true, Stable: stable})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the tool list: %w", err)
 	}

@@ -64,3 +64,41 @@ func TestListETag(t *testing.T) {
 		t.Errorf("bob's list is not the shared answer: %v", err)
 	}
 }
+
+// TestListStable: an answer is marked stable (reusable until the registry
+// announces a change) only when nothing but the registry's own announced
+// state decides it: anonymous callers, and accounts known to have no
+// servers when no tool is gated on data. The short "not modified" reply
+// says the same as the answer it confirms, because each has its own ETag.
+func TestListStable(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		dirs   string
+		caller registry.Caller
+		stable bool
+	}{
+		{"anonymous, gated tools", "testdata/calls", registry.Caller{}, true},
+		{"an account, gated tools (its data kinds decide)", "testdata/calls", alice, false},
+		// No vfs-svc here: the account's servers cannot be read, so
+		// whether it has any is unknown.
+		{"an account whose servers are unknown", "testdata/second", alice, false},
+		{"anonymous, no gated tools", "testdata/second", registry.Caller{}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := start(t, map[string]string{"MCP_TOOL_DIRS": tt.dirs, "PYTHON_WORKERS": "1"})
+			full, err := registry.ToolsList.Call(ctx, e.wire, &registry.ListRequest{Caller: tt.caller})
+			if err != nil {
+				t.Fatal(err)
+			}
+			short, err := registry.ToolsList.Call(ctx, e.wire, &registry.ListRequest{Caller: tt.caller, IfNoneMatch: full.ETag})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if full.Stable != tt.stable || !short.NotModified || short.Stable != tt.stable {
+				t.Errorf("stable %v, not modified %v with stable %v; want stable %v", full.Stable, short.NotModified, short.Stable, tt.stable)
+			}
+		})
+	}
+}

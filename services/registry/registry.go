@@ -89,6 +89,13 @@ type ListResponse struct {
 	ETag string `json:"etag,omitempty"`
 	// NotModified is set, with no tools, when IfNoneMatch equals ETag.
 	NotModified bool `json:"not_modified,omitempty"`
+	// Stable is set when this answer changes only with an event the
+	// registry publishes after its own state changed: Changed (a new
+	// revision) or AccountChanged for the caller's account. A holder that
+	// has heard every such event since it asked (subscribed the whole
+	// time, connected, nothing dropped) may reuse the answer without
+	// asking again.
+	Stable bool `json:"stable,omitempty"`
 }
 
 // CallRequest runs one tool for Caller.

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -189,12 +188,23 @@ func post(hc *http.Client, url, body, want string) error {
 		return err
 	}
 	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
+	buf := answers.Get().(*bytes.Buffer)
+	defer answers.Put(buf)
+	buf.Reset()
+	_, err = buf.ReadFrom(resp.Body)
+	out := buf.Bytes()
 	if err != nil || resp.StatusCode != http.StatusOK || bytes.Contains(out, []byte(`"error"`)) || !bytes.Contains(out, []byte(want)) {
 		return fmt.Errorf("status %d: %.300s %v", resp.StatusCode, out, err)
 	}
 	return nil
 }
+
+// answers holds the load client's read buffers. The client shares the
+// servers' process and heap: reading each answer into a new slice
+// (io.ReadAll, hundreds of KB per list of 1,000 tools) made the collector
+// run every few dozen lists and put the client's garbage in the servers'
+// tail, which a client in its own process would not.
+var answers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // pythonTools is a tool file with n trivial tools (tool_0000 …) and
 // bench_echo, the Python tool compared with the Go built-in.

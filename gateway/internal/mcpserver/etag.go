@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -76,18 +77,26 @@ func (m *Server) listToolsHTTP(w http.ResponseWriter, q *request, msg *rpcMessag
 		return
 	}
 	// The id is a validated JSON string or integer and result is encoded
-	// JSON: splicing them skips json.Marshal's validation pass over
-	// hundreds of KB.
-	out := make([]byte, 0, len(result)+len(msg.ID)+40)
-	out = append(out, `{"jsonrpc":"2.0","id":`...)
-	out = append(out, msg.ID...)
-	out = append(out, `,"result":`...)
-	out = append(out, result...)
-	out = append(out, '}')
+	// JSON: the answer is written around the cached bytes, neither encoded
+	// again (json.Marshal's validation pass over hundreds of KB) nor copied
+	// into one buffer (hundreds of KB of garbage per list, which made the
+	// collector run every few dozen lists: design.md "List tail").
+	head := make([]byte, 0, len(msg.ID)+32)
+	head = append(head, `{"jsonrpc":"2.0","id":`...)
+	head = append(head, msg.ID...)
+	head = append(head, `,"result":`...)
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(result)+len(listTail)))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	for _, part := range [][]byte{head, result, listTail} {
+		if _, err := w.Write(part); err != nil {
+			return
+		}
+	}
 }
+
+// listTail closes a tools/list answer.
+var listTail = []byte("}")
 
 // maxEncodedLists bounds the encoded answers kept; when full the cache
 // starts over, which costs one encoding per caller.

@@ -155,7 +155,8 @@ func (m *Server) listTools(ctx context.Context, q *request, msg *rpcMessage) (*l
 }
 
 // listRegistry checks a tools/list request and asks the registry for the
-// caller's tools. The answer is the registry client's shared copy: read-only.
+// caller's tools, unless its stable answer still holds (listtrust.go). The
+// answer is the registry client's shared copy: read-only.
 func (m *Server) listRegistry(ctx context.Context, q *request, msg *rpcMessage) (*registry.ListResponse, *rpcError) {
 	var p struct {
 		Cursor string `json:"cursor"`
@@ -168,10 +169,16 @@ func (m *Server) listRegistry(ctx context.Context, q *request, msg *rpcMessage) 
 	if p.Cursor != "" {
 		return nil, newRPCError(http.StatusOK, jsonrpc.CodeInvalidParams, "invalid params: unknown cursor")
 	}
-	resp, err := m.registry.List(ctx, &registry.ListRequest{Caller: q.caller()})
+	c := q.caller()
+	epoch := m.hub.listEpoch()
+	if resp := m.trusted.get(c, epoch); resp != nil {
+		return resp, nil
+	}
+	resp, err := m.registry.List(ctx, &registry.ListRequest{Caller: c})
 	if err != nil {
 		return nil, m.registryError(ctx, err)
 	}
+	m.trusted.put(c, epoch, resp)
 	return resp, nil
 }
 

@@ -97,6 +97,7 @@ type Server struct {
 	params    *paramIndex
 	tasks     *taskRunner
 	lists     *encodedLists
+	trusted   *trustedLists
 }
 
 // New returns the /mcp handler, subscribed to the events it serves.
@@ -138,7 +139,7 @@ func New(opts Options) (*Server, error) {
 	}
 	base := strings.TrimRight(opts.PublicURL, "/")
 	return &Server{Options: opts, registry: registry.NewClient(opts.Bus), files: files.NewFS(opts.Bus), sealer: seal, revoked: revoked, hub: h, levels: levels,
-		params: &paramIndex{now: time.Now}, lists: &encodedLists{},
+		params: &paramIndex{now: time.Now}, lists: &encodedLists{}, trusted: &trustedLists{now: time.Now},
 		tasks:     newTaskRunner(opts.Bus, opts.TaskTTL),
 		challenge: `Bearer resource_metadata="` + base + `/.well-known/oauth-protected-resource/mcp", scope="mcp"`}, nil
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -70,6 +72,11 @@ type hub struct {
 	closeOnce sync.Once
 	// subsOf are the legacy sessions' resource subscriptions (subscribe.go).
 	subsOf *subscriptions
+	// nc, toolSubs and changes (counted tool change events) make the
+	// epoch under which tools/list answers are reused (listtrust.go).
+	nc       *nats.Conn
+	toolSubs []*nats.Subscription
+	changes  atomic.Uint64
 }
 
 // listener is one open stream's mailbox: the changes not yet sent, and ch,
@@ -112,7 +119,7 @@ func (l *listener) take() changes {
 
 // newHub subscribes to the change events on nc.
 func newHub(nc *nats.Conn) (*hub, error) {
-	h := &hub{listeners: map[*listener]struct{}{}, done: make(chan struct{})}
+	h := &hub{listeners: map[*listener]struct{}{}, done: make(chan struct{}), nc: nc}
 	sub, err := nc.Subscribe(registry.Changed.Subject, func(*nats.Msg) { h.notify("") })
 	if err != nil {
 		return nil, fmt.Errorf("subscribing to %s: %w", registry.Changed.Subject, err)
@@ -138,6 +145,7 @@ func newHub(nc *nats.Conn) (*hub, error) {
 		return nil, fmt.Errorf("subscribing to %s: %w", registry.AccountChanged.Subject, err)
 	}
 	h.subs = append(h.subs, sub)
+	h.toolSubs = slices.Clone(h.subs)
 	if err := h.subscribeResources(nc); err != nil {
 		h.close()
 		return nil, err
@@ -162,6 +170,8 @@ func (h *hub) add(account string) (*listener, func()) {
 // notify tells the listeners of account, or all of them when account is
 // "", that the tools changed.
 func (h *hub) notify(account string) {
+	// Counted first: a list asked from now on is asked in a new epoch.
+	h.changes.Add(1)
 	h.each(account, func(c *changes) { c.tools = true })
 }
 
