@@ -55,7 +55,7 @@ func readSkill(_ context.Context, req *Request) (any, error) {
 	if args.Path == "" {
 		args.Path = "SKILL.md"
 	}
-	skills := findSkills(req.Deps.SkillDirs, &req.Deps.frontmatters)
+	skills := findSkills(req.Deps.SkillDirs, &req.Deps.skillFolders, &req.Deps.frontmatters)
 	dir, ok := skills[args.Name]
 	if !ok {
 		names := make([]string, 0, len(skills))
@@ -74,9 +74,9 @@ func readSkill(_ context.Context, req *Request) (any, error) {
 
 // findSkills maps each skill name to its folder. The first SKILL_DIRS entry
 // wins a name; a folder is reachable by its frontmatter name and its own name.
-func findSkills(dirs []string, memo *frontmatterMemo) map[string]string {
+func findSkills(dirs []string, folders *folderMemo, memo *frontmatterMemo) map[string]string {
 	out := map[string]string{}
-	eachSkill(dirs, memo, func(folder, dir, name, _ string) {
+	eachSkill(dirs, folders, memo, func(folder, dir, name, _ string) {
 		for _, n := range []string{name, folder} {
 			if _, taken := out[n]; n != "" && !taken {
 				out[n] = dir
@@ -88,25 +88,90 @@ func findSkills(dirs []string, memo *frontmatterMemo) map[string]string {
 
 // eachSkill calls fn for every skill folder of dirs, in SKILL_DIRS order:
 // a direct subfolder holding a SKILL.md, with its frontmatter's name ("" if
-// none) and description. memo, when set, keeps the frontmatters read.
-func eachSkill(dirs []string, memo *frontmatterMemo, fn func(folder, dir, name, desc string)) {
+// none) and description. folders and memo, when set, keep the listings and
+// the frontmatters read.
+func eachSkill(dirs []string, folders *folderMemo, memo *frontmatterMemo, fn func(folder, dir, name, desc string)) {
 	for _, root := range dirs {
-		entries, err := os.ReadDir(root)
-		if err != nil {
-			continue
-		}
-		for _, e := range entries {
-			dir := filepath.Join(root, e.Name())
-			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-				continue
-			}
+		for _, e := range folders.list(root) {
+			dir := filepath.Join(root, e)
+			// A SKILL.md that can be read makes dir a folder: an entry
+			// that is no folder (or no longer one) fails here.
 			name, desc, ok := memo.read(filepath.Join(dir, "SKILL.md"))
 			if !ok {
 				continue
 			}
-			fn(e.Name(), dir, name, desc)
+			fn(e, dir, name, desc)
 		}
 	}
+}
+
+// racyListing is how long after a folder's last change its listing is not
+// kept: a change within the file system's timestamp resolution of the
+// previous one may leave the modification time as it was.
+const racyListing = time.Second
+
+// folderMemo keeps the listing of each SKILL_DIRS entry while its
+// modification time stays the same: read_skill resolves a name on every
+// call, and listing the folder (open, two getdents, close) and a stat per
+// entry cost more than the file it then reads (issue 20). Adding, removing
+// or renaming an entry changes the folder's time; what happens inside a
+// skill's folder is seen through its SKILL.md (frontmatterMemo).
+type folderMemo struct {
+	mu       sync.Mutex
+	listings map[string]memoListing
+}
+
+// memoListing is one folder's candidate skill folders: its entries but
+// regular files, in directory order, with the time they were listed at.
+type memoListing struct {
+	mod     time.Time
+	entries []string
+}
+
+// list returns the entries of root that may be skill folders. A nil memo
+// lists every time.
+func (m *folderMemo) list(root string) []string {
+	if m == nil {
+		return listEntries(root)
+	}
+	st, err := os.Stat(root)
+	if err != nil {
+		return nil
+	}
+	m.mu.Lock()
+	hit, found := m.listings[root]
+	m.mu.Unlock()
+	if found && hit.mod.Equal(st.ModTime()) {
+		return hit.entries
+	}
+	// Listed after the stat: a change in between is listed already, and
+	// the next call sees a new time and lists again.
+	entries := listEntries(root)
+	if time.Since(st.ModTime()) > racyListing {
+		m.mu.Lock()
+		if m.listings == nil {
+			m.listings = map[string]memoListing{}
+		}
+		m.listings[root] = memoListing{mod: st.ModTime(), entries: entries}
+		m.mu.Unlock()
+	}
+	return entries
+}
+
+// listEntries lists root's entries but regular files, which are no skill
+// folders (symbolic links may lead to folders).
+func listEntries(root string) []string {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 // frontmatterMemo keeps the frontmatter of each SKILL.md read, by path,
