@@ -65,12 +65,29 @@ func readSkill(_ context.Context, req *Request) (any, error) {
 		sort.Strings(names)
 		return nil, Failf("no skill named %q; available skills: %s", args.Name, strings.Join(names, ", "))
 	}
-	data, err := readInside(dir, args.Path)
+	if args.Path == skillFile {
+		// The SKILL.md that findSkills just checked, when unchanged
+		// since it was last read.
+		if text, ok := req.Deps.frontmatters.text(filepath.Join(dir, skillFile)); ok {
+			return text, nil
+		}
+	}
+	data, st, err := readInside(dir, args.Path)
 	if err != nil {
 		return nil, err
 	}
+	if args.Path == skillFile {
+		req.Deps.frontmatters.keepText(filepath.Join(dir, skillFile), st, data)
+	}
 	return data, nil
 }
+
+// skillFile is the file that makes a folder a skill, and the one
+// read_skill returns by default.
+const skillFile = "SKILL.md"
+
+// maxKeptSkillText bounds the SKILL.md texts frontmatterMemo keeps.
+const maxKeptSkillText = 64 << 10
 
 // findSkills maps each skill name to its folder. The first SKILL_DIRS entry
 // wins a name; a folder is reachable by its frontmatter name and its own name.
@@ -96,7 +113,7 @@ func eachSkill(dirs []string, folders *folderMemo, memo *frontmatterMemo, fn fun
 			dir := filepath.Join(root, e)
 			// A SKILL.md that can be read makes dir a folder: an entry
 			// that is no folder (or no longer one) fails here.
-			name, desc, ok := memo.read(filepath.Join(dir, "SKILL.md"))
+			name, desc, ok := memo.read(filepath.Join(dir, skillFile))
 			if !ok {
 				continue
 			}
@@ -178,6 +195,9 @@ func listEntries(root string) []string {
 // with the file's size and modification time: read_skill resolves a name
 // on every call, and reading and parsing the YAML of every skill each time
 // was most of a read_skill call (issue 20). A changed file is read again.
+// It also keeps the text read_skill returned for a SKILL.md (up to
+// maxKeptSkillText), so that the stat the name's resolution made anyway
+// also validates the answer, which then needs no open and read.
 type frontmatterMemo struct {
 	mu    sync.Mutex
 	files map[string]memoFrontmatter
@@ -188,6 +208,8 @@ type memoFrontmatter struct {
 	size       int64
 	mod        time.Time
 	name, desc string
+	// text is the file's text once read_skill returned it, "" before.
+	text string
 }
 
 // read returns the frontmatter of the SKILL.md at path; ok is false when
@@ -225,6 +247,31 @@ func (m *frontmatterMemo) read(path string) (name, desc string, ok bool) {
 	return name, desc, true
 }
 
+// text returns the kept text of the SKILL.md at path. It is only as
+// fresh as the last read (findSkills stats every SKILL.md first).
+func (m *frontmatterMemo) text(path string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	hit, found := m.files[path]
+	return hit.text, found && hit.text != ""
+}
+
+// keepText keeps text, read from the SKILL.md at path when it had the
+// size and time of st, if that is still the file the memo knows. A file
+// changed less than racyListing before it was read is not kept: a second
+// change within the timestamp resolution could keep its size and time.
+func (m *frontmatterMemo) keepText(path string, st os.FileInfo, text string) {
+	if len(text) > maxKeptSkillText || text == "" || time.Since(st.ModTime()) <= racyListing {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if hit, found := m.files[path]; found && hit.size == st.Size() && hit.mod.Equal(st.ModTime()) {
+		hit.text = text
+		m.files[path] = hit
+	}
+}
+
 // frontmatter returns the name and description fields of a SKILL.md's YAML
 // frontmatter.
 func frontmatter(doc []byte) (name, description string) {
@@ -249,50 +296,56 @@ func frontmatter(doc []byte) (name, description string) {
 
 // readInside reads the text file rel inside dir, refusing any path
 // (including through a symbolic link) that leaves dir.
-func readInside(dir, rel string) (string, error) {
-	buf, err := ReadSkillFile(dir, rel)
+func readInside(dir, rel string) (string, os.FileInfo, error) {
+	buf, st, err := readSkillFile(dir, rel)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if !utf8.Valid(buf) {
-		return "", Failf("%q is not a text file", rel)
+		return "", nil, Failf("%q is not a text file", rel)
 	}
-	return string(buf), nil
+	return string(buf), st, nil
 }
 
 // ReadSkillFile reads the file rel inside a skill's folder dir, refusing
 // any path (including through a symbolic link) that leaves dir, folders and
 // files over 1 MiB. Its errors are tool failures (Failf) a caller can show.
 func ReadSkillFile(dir, rel string) ([]byte, error) {
+	buf, _, err := readSkillFile(dir, rel)
+	return buf, err
+}
+
+// readSkillFile is ReadSkillFile, also returning the file's information.
+func readSkillFile(dir, rel string) ([]byte, os.FileInfo, error) {
 	if filepath.IsAbs(rel) || !filepath.IsLocal(rel) {
-		return nil, Failf("path %q must be relative and stay inside the skill's folder", rel)
+		return nil, nil, Failf("path %q must be relative and stay inside the skill's folder", rel)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, Failf("opening the skill's folder failed")
+		return nil, nil, Failf("opening the skill's folder failed")
 	}
 	defer root.Close()
 	f, err := root.Open(rel)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, Failf("the skill has no file %q", rel)
+			return nil, nil, Failf("the skill has no file %q", rel)
 		}
-		return nil, Failf("path %q must stay inside the skill's folder", rel)
+		return nil, nil, Failf("path %q must stay inside the skill's folder", rel)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if st.IsDir() {
-		return nil, Failf("%q is a folder, not a file", rel)
+		return nil, nil, Failf("%q is a folder, not a file", rel)
 	}
 	if st.Size() > maxSkillFileBytes {
-		return nil, Failf("%q is larger than %d bytes", rel, maxSkillFileBytes)
+		return nil, nil, Failf("%q is larger than %d bytes", rel, maxSkillFileBytes)
 	}
 	buf, err := io.ReadAll(io.LimitReader(f, maxSkillFileBytes))
 	if err != nil {
-		return nil, fmt.Errorf("reading skill file: %w", err)
+		return nil, nil, fmt.Errorf("reading skill file: %w", err)
 	}
-	return buf, nil
+	return buf, st, nil
 }

@@ -21,10 +21,12 @@ func BenchmarkReadSkill(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	// As a SKILL_DIRS folder set up more than a moment ago.
+	// As skills set up more than a moment ago.
 	old := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(root, old, old); err != nil {
-		b.Fatal(err)
+	for _, p := range []string{"bench/SKILL.md", "other/SKILL.md", "third/SKILL.md", "."} {
+		if err := os.Chtimes(filepath.Join(root, p), old, old); err != nil {
+			b.Fatal(err)
+		}
 	}
 	req := &Request{Args: json.RawMessage(`{"name":"bench"}`), Deps: &Deps{SkillDirs: []string{root}}}
 	b.ReportAllocs()

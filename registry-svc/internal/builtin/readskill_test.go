@@ -155,3 +155,44 @@ func TestFolderMemoSeesChanges(t *testing.T) {
 		}
 	}
 }
+
+// read_skill answers a SKILL.md from the text it kept while the file keeps
+// its size and time, reads it again once either changed, and keeps no text
+// of a file changed less than racyListing before it was read.
+func TestSkillTextKept(t *testing.T) {
+	root := t.TempDir()
+	path := filepath.Join(root, "s", "SKILL.md")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(body string, at time.Time) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, racy := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	req := &Request{Args: json.RawMessage(`{"name":"s"}`), Deps: &Deps{SkillDirs: []string{root}}}
+	steps := []struct {
+		name string
+		body string
+		at   time.Time
+		want string
+	}{
+		{name: "read", body: "one\n", at: old, want: "one\n"},
+		{name: "kept while size and time stay", body: "two\n", at: old, want: "one\n"},
+		{name: "read again once the time changed", body: "two\n", at: old.Add(time.Second), want: "two\n"},
+		{name: "changed lately", body: "tri\n", at: racy, want: "tri\n"},
+		{name: "changed lately is not kept", body: "for\n", at: racy, want: "for\n"},
+	}
+	for _, st := range steps {
+		write(st.body, st.at)
+		v, err := readSkill(context.Background(), req)
+		if err != nil || v != st.want {
+			t.Fatalf("%s: %q %v, want %q", st.name, v, err, st.want)
+		}
+	}
+}
