@@ -17,8 +17,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -114,9 +112,7 @@ func (s *Service) Start(ctx context.Context) error {
 		LocalOnly: authn.LoopbackURL(cfg.MCPPublicURL)})
 	// Every request gets a server span (continuing the caller's traceparent),
 	// and the NATS calls made under its context carry it on.
-	handler := otelhttp.NewHandler(httpobs.TraceIDs(s.metrics.Wrap(s.routes())), "gateway",
-		otelhttp.WithTracerProvider(n.Tracer), otelhttp.WithPropagators(propagation.TraceContext{}),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
+	handler := httpobs.ServerSpans(httpobs.TraceIDs(s.metrics.Wrap(s.routes())), n.Tracer, cfg.OTLPEndpoint != "")
 	// ReadTimeout bounds reading the request: net/http lifts it once the
 	// body is read, so answers that run long are not cut. No WriteTimeout:
 	// streams write for as long as their turn or call runs, and each of

@@ -3,12 +3,17 @@ package registrysvc
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/registry"
+	"github.com/mirobody/mirobody-go/services/servicetest"
+	"github.com/mirobody/mirobody-go/services/vfs/audit"
 )
 
 // TestAuditRecord: a record names the arguments and counts their bytes but
@@ -37,6 +42,54 @@ func TestAuditRecord(t *testing.T) {
 			b, _ := json.Marshal(r)
 			if strings.Contains(string(b), "hunter2") || strings.Contains(string(b), "secret") {
 				t.Fatalf("the record holds an argument value: %s", b)
+			}
+		})
+	}
+}
+
+// TestAuditBatches: calls wait for their batch, which leaves once the
+// linger is over, once it is full, or at close; none is lost.
+func TestAuditBatches(t *testing.T) {
+	tests := []struct {
+		name   string
+		linger time.Duration
+		calls  int
+		closed bool  // close the auditor before reading
+		want   []int // batch sizes
+	}{
+		{name: "linger over", linger: 5 * time.Millisecond, calls: 3, want: []int{3}},
+		{name: "full", linger: time.Hour, calls: maxAuditBatch, want: []int{maxAuditBatch}},
+		{name: "close flushes", linger: time.Hour, calls: maxAuditBatch + 2, closed: true, want: []int{maxAuditBatch, 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url := servicetest.NATS(t)
+			nc := servicetest.Conn(t, url)
+			batches := make(chan *nats.Msg, 16)
+			if _, err := nc.ChanSubscribe(audit.Recorded.Subject, batches); err != nil {
+				t.Fatal(err)
+			}
+			if err := nc.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			a := startAuditor(servicetest.Client(t, url), servicetest.Logger(t), tt.linger)
+			t.Cleanup(a.close)
+			for i := range tt.calls {
+				a.record(auditCall{at: time.Now(), tool: "echo", outcome: "ok", args: json.RawMessage(`{"i":` + strconv.Itoa(i) + `}`)})
+			}
+			if tt.closed {
+				a.close()
+			}
+			for i, want := range tt.want {
+				select {
+				case m := <-batches:
+					b, err := audit.Recorded.Decode(m)
+					if err != nil || len(b.Records) != want {
+						t.Fatalf("batch %d: %d records, want %d (%v)", i, len(b.Records), want, err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("batch %d never came", i)
+				}
 			}
 		})
 	}

@@ -136,3 +136,19 @@ func BenchmarkList1000(b *testing.B) {
 		run(b, func() error { _, err := e.svc.reg.listEncoded(ctx, req); return err })
 	})
 }
+
+// BenchmarkValidate is the argument check of a registry call (read_skill's
+// schema, one argument).
+func BenchmarkValidate(b *testing.B) {
+	v, err := newValidator("read_skill", builtin.ReadSkill().InputSchema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := json.RawMessage(`{"name":"bench"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.check("read_skill", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -69,9 +69,15 @@ func (v *validator) check(tool string, args json.RawMessage) (json.RawMessage, e
 	if err != nil {
 		return nil, err
 	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil {
-		return nil, fmt.Errorf("decoding the arguments of %s: %w", tool, err)
+	// One decode serves the checks below and the schema: Arguments made
+	// sure args is one JSON object.
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return nil, wire.Errorf(wire.InvalidArgument, "arguments of %s are not valid JSON: %v", tool, err)
+	}
+	obj, ok := inst.(map[string]any)
+	if !ok {
+		return nil, wire.Errorf(wire.InvalidArgument, "arguments of %s must be a JSON object", tool)
 	}
 	if _, ok := obj["user_info"]; ok {
 		return nil, wire.Errorf(wire.InvalidArgument, "argument user_info of %s is supplied by the server and cannot be passed; accepted arguments: %s", tool, v.acceptedList()).
@@ -92,19 +98,17 @@ func (v *validator) check(tool string, args json.RawMessage) (json.RawMessage, e
 	}
 	// Models often send null for an optional argument they mean to omit;
 	// treat it as omitted, so the tool's default applies.
-	dropped := false
+	var nulls []string
 	for k, val := range obj {
-		if !v.required[k] && bytes.Equal(bytes.TrimSpace(val), []byte("null")) {
+		if val == nil && !v.required[k] {
+			nulls = append(nulls, k)
 			delete(obj, k)
-			dropped = true
 		}
 	}
-	if dropped {
-		args, _ = json.Marshal(obj)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
-		return nil, wire.Errorf(wire.InvalidArgument, "arguments of %s are not valid JSON: %v", tool, err)
+	if len(nulls) > 0 {
+		if args, err = without(args, nulls); err != nil {
+			return nil, fmt.Errorf("decoding the arguments of %s: %w", tool, err)
+		}
 	}
 	if err := v.schema.Validate(inst); err != nil {
 		var verr *jsonschema.ValidationError
@@ -114,6 +118,19 @@ func (v *validator) check(tool string, args json.RawMessage) (json.RawMessage, e
 		return nil, wire.Errorf(wire.InvalidArgument, "invalid arguments for %s: %s", tool, describeErrors(verr))
 	}
 	return args, nil
+}
+
+// without returns the JSON object args without the members keys; the
+// other members keep their bytes.
+func without(args json.RawMessage, keys []string) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		delete(obj, k)
+	}
+	return json.Marshal(obj)
 }
 
 func (v *validator) acceptedList() string {

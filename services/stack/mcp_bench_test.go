@@ -17,13 +17,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	agentsvc "github.com/mirobody/mirobody-go/agent-svc"
 	"github.com/mirobody/mirobody-go/gateway"
-	registrysvc "github.com/mirobody/mirobody-go/registry-svc"
 	"github.com/mirobody/mirobody-go/services/conf"
 	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/svc"
-	vfssvc "github.com/mirobody/mirobody-go/vfs-svc"
+	"github.com/mirobody/mirobody-go/services/telemetry"
 )
 
 // benchClients is the number of concurrent MCP clients (issue 4).
@@ -88,11 +86,15 @@ func benchStackTools(b *testing.B, skills string, toolDirs []string) string {
 	cfg.MCPToolDirs, cfg.SkillDirs, cfg.ToolsWatch = toolDirs, []string{skills}, false
 	cfg.RateLimitAcct, cfg.RateLimitIP = 0, 0
 	cfg.LogLevel = "warn"
-	log := servicetest.Logger(b)
-	gw := gateway.New(gateway.Options{Config: cfg, Log: log})
-	g := svc.NewGroup(svc.Options{Log: log, Grace: 10 * time.Second, Services: []svc.Service{
-		vfssvc.New(vfssvc.Options{Config: cfg, Log: log}), registrysvc.New(registrysvc.Options{Config: cfg, Log: log}),
-		agentsvc.New(agentsvc.Options{Config: cfg, Log: log}), gw}})
+	// As `mirobody serve` runs them: logging at the configured level (a
+	// test logger at debug would write a line per call, which no
+	// deployment pays) and every service recording into one metrics
+	// registry (which every deployment pays).
+	log, err := telemetry.NewLogger(telemetry.LogOptions{Level: cfg.LogLevel, Format: "text"})
+	must(b, err)
+	services := Build(cfg, log, telemetry.NewRegistry(), Targets)
+	gw := services[len(services)-1].(*gateway.Service)
+	g := svc.NewGroup(svc.Options{Log: log, Grace: 10 * time.Second, Services: services})
 	must(b, g.Start(context.Background()))
 	b.Cleanup(func() { _ = g.Stop(context.Background()) })
 	return "http://" + gw.Addr() + "/mcp"

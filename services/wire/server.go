@@ -63,6 +63,9 @@ type Service struct {
 	classify func(error) *Error
 	stats    *endpointStats
 	inFlight inFlight
+	// stopped is closed by Stop, ending the idle handler goroutines.
+	stopped  chan struct{}
+	stopOnce sync.Once
 }
 
 // inFlight counts the handlers running. A sync.WaitGroup does not fit: a
@@ -161,6 +164,7 @@ func NewService(nc *nats.Conn, opts ServiceOptions) (*Service, error) {
 		metrics:  opts.Metrics,
 		classify: opts.Classify,
 		stats:    stats,
+		stopped:  make(chan struct{}),
 	}
 	if err := Serve(s, SysPing(s.name), s.ping); err != nil {
 		return nil, err
@@ -193,6 +197,7 @@ func (s *Service) info(context.Context, *Empty) (*InfoResponse, error) {
 // Stop stops taking requests (draining the subscriptions) and waits for the
 // handlers in flight until ctx ends.
 func (s *Service) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stopped) })
 	if err := s.micro.Stop(); err != nil {
 		return fmt.Errorf("stopping micro service %s: %w", s.name, err)
 	}
@@ -236,16 +241,17 @@ func addEndpoint[Req, R any](s *Service, subject string, h func(context.Context,
 		return fmt.Errorf("adding endpoint %s: the subject is not <%s>.<group>.<verb>", subject, s.name)
 	}
 	sem := make(chan struct{}, s.maxConc)
+	pool := &workers{idle: make(chan func()), linger: workerLinger, quit: s.stopped}
 	handler := micro.HandlerFunc(func(r micro.Request) {
 		// Beating starts before the wait for a slot: a request queued
 		// behind a full endpoint is alive, not lost.
 		beat := s.startHeartbeat(nats.Header(r.Headers()))
 		sem <- struct{}{} // backpressure: the subscription stops reading while full
 		s.inFlight.add()
-		go func() {
+		pool.run(func() {
 			defer func() { <-sem; s.inFlight.done() }()
 			serve(s, r, h, beat)
-		}()
+		})
 	})
 	if err := s.micro.AddGroup(group).AddEndpoint(verb, handler); err != nil {
 		return fmt.Errorf("adding endpoint %s: %w", subject, err)

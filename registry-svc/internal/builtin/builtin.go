@@ -57,6 +57,8 @@ type Deps struct {
 	Log *slog.Logger
 	// SkillDirs are the SKILL_DIRS folders, in order.
 	SkillDirs []string
+	// skillFolders are the SKILL_DIRS listings read_skill has read.
+	skillFolders folderMemo
 	// frontmatters are the SKILL.md frontmatters read_skill has read.
 	frontmatters frontmatterMemo
 }

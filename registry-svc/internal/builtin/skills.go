@@ -25,7 +25,7 @@ type SkillDir struct {
 func Skills(dirs []string) []SkillDir {
 	var out []SkillDir
 	seen := map[string]bool{}
-	eachSkill(dirs, nil, func(folder, dir, name, desc string) {
+	eachSkill(dirs, nil, nil, func(folder, dir, name, desc string) {
 		if name == "" {
 			name = folder
 		}
