@@ -12,9 +12,9 @@ import (
 	"github.com/mirobody/mirobody-go/services/wire"
 )
 
-// serversStub serves vfs.mcpservers.list, create and delete on the test's
-// NATS from memory. A list can be held: it reads the servers when it
-// arrives, then waits for release before answering, as a slow vfs-svc does.
+// serversStub serves vfs.mcpservers.list on the test's NATS from memory.
+// A list can be held: it reads the servers when it arrives, then waits for
+// release before answering, as a slow vfs-svc does.
 type serversStub struct {
 	mu      sync.Mutex
 	servers map[string][]mcpservers.MCPServer
@@ -49,36 +49,18 @@ func serveServers(t *testing.T, url string) *serversStub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = wire.Serve(ws, mcpservers.Create, func(_ context.Context, req *mcpservers.MCPServerCreateRequest) (*mcpservers.MCPServer, error) {
-		stub.mu.Lock()
-		defer stub.mu.Unlock()
-		m := req.Server
-		stub.servers[m.AccountID] = append(stub.servers[m.AccountID], m)
-		return &m, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = wire.Serve(ws, mcpservers.Delete, func(_ context.Context, req *mcpservers.MCPServerDeleteRequest) (*mcpservers.MCPServer, error) {
-		stub.mu.Lock()
-		defer stub.mu.Unlock()
-		list := stub.servers[req.AccountID]
-		i := slices.IndexFunc(list, func(m mcpservers.MCPServer) bool { return m.Name == req.Name })
-		if i < 0 {
-			return nil, wire.Errorf(wire.NotFound, "no server %s", req.Name)
-		}
-		m := list[i]
-		stub.servers[req.AccountID] = slices.Delete(list, i, i+1)
-		return &m, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	return stub
 }
 
-// holdNextList makes the next list wait until the returned function is
-// called; entered is closed once it has read the servers.
+// set stores the account's servers.
+func (s *serversStub) set(account string, servers ...mcpservers.MCPServer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.servers[account] = servers
+}
+
+// holdNextList makes the next list wait until release is called; entered
+// is closed once it has read the servers.
 func (s *serversStub) holdNextList() (entered <-chan struct{}, release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -87,27 +69,21 @@ func (s *serversStub) holdNextList() (entered <-chan struct{}, release func()) {
 }
 
 // TestExternalConfigReadOvertakenByChange: a read of an account's servers
-// that was in flight when the account changed them must not be kept. The
-// read is held in vfs-svc while the change (through registry.servers.*,
-// which invalidates and reads again) completes, then answers the old list.
-// (Before: the old list was stored over the new one and served for
-// configTTL, 5 minutes, to tools/list, tools/call and the Stable answer
-// the gateway reuses.)
+// that was in flight when the account's change event came must not be
+// kept. The read is held in vfs-svc while the servers change there, the
+// event's handler (invalidate) runs and another list reads the new
+// servers; then the held read answers the old ones. (Before: they were
+// stored over the new ones and served for configTTL, 5 minutes, to
+// tools/list, tools/call and the Stable answer the gateway reuses.) The
+// event is handled by a direct call: the one this replica publishes
+// itself arrives at a moment the test cannot choose.
 func TestExternalConfigReadOvertakenByChange(t *testing.T) {
 	tests := []struct {
-		name    string
-		initial bool // alice has the server before the change
-		change  func(ctx context.Context, e *env, url string) error
-		want    bool // ext__echo listed after it
+		name           string
+		before, change bool // alice has the server before and after the change
 	}{
-		{"server added", false, func(ctx context.Context, e *env, url string) error {
-			_, err := e.client.AddServer(ctx, &registry.ServerAddRequest{AccountID: alice.AccountID, Name: "ext", URL: url})
-			return err
-		}, true},
-		{"server removed", true, func(ctx context.Context, e *env, _ string) error {
-			_, err := e.client.RemoveServer(ctx, &registry.ServerRemoveRequest{AccountID: alice.AccountID, Name: "ext"})
-			return err
-		}, false},
+		{"server added", false, true},
+		{"server removed", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -117,13 +93,36 @@ func TestExternalConfigReadOvertakenByChange(t *testing.T) {
 			// when it is known to have no stored server.
 			e := startOn(t, url, map[string]string{"MCP_TOOL_DIRS": "testdata/second", "PYTHON_WORKERS": "1", "MCP_CLIENT_ALLOW_PRIVATE": "true"})
 			srv := echoServer(t, servicetest.MCPServerOptions{})
-			if tt.initial {
-				stub.mu.Lock()
-				stub.servers[alice.AccountID] = []mcpservers.MCPServer{{AccountID: alice.AccountID, Name: "ext", URL: srv.URL, Auth: registry.AuthNone, Enabled: true}}
-				stub.mu.Unlock()
+			ext := mcpservers.MCPServer{AccountID: alice.AccountID, Name: "ext", URL: srv.URL, Auth: registry.AuthNone, Enabled: true}
+			servers := func(has bool) []mcpservers.MCPServer {
+				if has {
+					return []mcpservers.MCPServer{ext}
+				}
+				return nil
 			}
 			ctx := context.Background()
+			// check lists alice's tools: ext__echo must be there, and the
+			// list not Stable, exactly when she has the server; no session
+			// with it may be open otherwise.
+			check := func(when string) {
+				t.Helper()
+				resp, err := registry.ToolsList.Call(ctx, e.wire, &registry.ListRequest{Caller: alice})
+				if err != nil {
+					t.Fatal(err)
+				}
+				names := toolList(resp.Tools)
+				if got := slices.Contains(names, "ext__echo"); got != tt.change {
+					t.Errorf("%s: ext__echo listed %v, want %v: %v", when, got, tt.change, names)
+				}
+				if resp.Stable == tt.change {
+					t.Errorf("%s: the list is stable %v, but alice has servers: %v", when, resp.Stable, tt.change)
+				}
+				if open := e.svc.reg.ext.cached(connKey{account: alice.AccountID, name: "ext"}); open != tt.change {
+					t.Errorf("%s: a session with ext is open: %v, want %v", when, open, tt.change)
+				}
+			}
 
+			stub.set(alice.AccountID, servers(tt.before)...)
 			entered, release := stub.holdNextList()
 			t.Cleanup(release)
 			listed := make(chan error, 1)
@@ -134,25 +133,14 @@ func TestExternalConfigReadOvertakenByChange(t *testing.T) {
 				listed <- err
 			}()
 			<-entered
-			if err := tt.change(ctx, e, srv.URL); err != nil {
-				t.Fatalf("changing alice's servers: %v", err)
-			}
+			stub.set(alice.AccountID, servers(tt.change)...)
+			e.svc.reg.ext.invalidate(alice.AccountID) // events.registry.changed.<account>
+			check("read after the change")
 			release()
 			if err := <-listed; err != nil {
 				t.Fatalf("the list in flight: %v", err)
 			}
-
-			after, err := registry.ToolsList.Call(ctx, e.wire, &registry.ListRequest{Caller: alice})
-			if err != nil {
-				t.Fatal(err)
-			}
-			names := toolList(after.Tools)
-			if got := slices.Contains(names, "ext__echo"); got != tt.want {
-				t.Errorf("after the change ext__echo listed %v, want %v: %v", got, tt.want, names)
-			}
-			if after.Stable != !tt.want {
-				t.Errorf("after the change the list is stable %v, want %v (the account has servers: %v)", after.Stable, !tt.want, tt.want)
-			}
+			check("once the old read answered")
 		})
 	}
 }

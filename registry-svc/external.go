@@ -186,8 +186,9 @@ func (x *external) serverless(account string) bool {
 
 // config returns the account's enabled servers, from the cache or from
 // vfs-svc. A failed read lists none (and is logged): the registry's own
-// tools still answer. A read that a change overtook answers its caller but
-// is not kept, nor closes any session: the next lookup reads again.
+// tools still answer. A read that a change overtook is not kept, nor
+// closes any session: its caller gets the list a newer read stored, else
+// this one (the next lookup reads again).
 func (x *external) config(ctx context.Context, account string) []serverSpec {
 	cfg, gen, _ := x.configs.get(account)
 	if cfg != nil && time.Since(cfg.loaded) < configTTL {
@@ -228,6 +229,11 @@ func (x *external) config(ctx context.Context, account string) []serverSpec {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if !x.configs.put(account, gen, cfg) {
+		// Serving the newer list also keeps this caller from opening a
+		// session for a server that was just removed.
+		if newer, _, ok := x.configs.get(account); ok {
+			return newer.specs
+		}
 		return cfg.specs
 	}
 	// Sessions of servers removed, disabled or changed are closed.
