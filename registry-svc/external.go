@@ -53,9 +53,11 @@ type external struct {
 	announcer *coalescer
 	tracer    trace.Tracer
 
-	mu       sync.Mutex
-	accounts map[string]*accountConfig
-	conns    map[connKey]*extConn
+	// configs is each account's configuration; a read in flight when a
+	// change comes does not store it (genCache).
+	configs *genCache[*accountConfig]
+	mu      sync.Mutex
+	conns   map[connKey]*extConn
 
 	stop chan struct{}
 	done chan struct{}
@@ -103,7 +105,7 @@ func newExternal(opts externalOptions) *external {
 	x := &external{log: opts.Log, guard: opts.Guard, store: opts.Store, pub: opts.Pub, refresh: refresh,
 		transport: &cappedTransport{base: guardedTransport(opts.Guard), max: opts.MaxBytes, log: opts.Log},
 		maxBytes:  opts.MaxBytes, maxTools: opts.MaxTools, tracer: opts.Tracer,
-		accounts: map[string]*accountConfig{}, conns: map[connKey]*extConn{}, stop: make(chan struct{}), done: make(chan struct{})}
+		configs: newGenCache[*accountConfig](), conns: map[connKey]*extConn{}, stop: make(chan struct{}), done: make(chan struct{})}
 	if x.tracer == nil {
 		x.tracer = nooptrace.NewTracerProvider().Tracer("")
 	}
@@ -178,19 +180,17 @@ func (x *external) toolsFor(ctx context.Context, account string, turn []agent.Se
 // server at all: its tool list then changes only when it adds one, which
 // announces it (AccountChanged). A failed or forgotten read says no.
 func (x *external) serverless(account string) bool {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	cfg := x.accounts[account]
+	cfg, _, _ := x.configs.get(account)
 	return cfg != nil && !cfg.failed && cfg.stored == 0
 }
 
 // config returns the account's enabled servers, from the cache or from
 // vfs-svc. A failed read lists none (and is logged): the registry's own
-// tools still answer.
+// tools still answer. A read that a change overtook is not kept, nor
+// closes any session: its caller gets the list a newer read stored, else
+// this one (the next lookup reads again).
 func (x *external) config(ctx context.Context, account string) []serverSpec {
-	x.mu.Lock()
-	cfg := x.accounts[account]
-	x.mu.Unlock()
+	cfg, gen, _ := x.configs.get(account)
 	if cfg != nil && time.Since(cfg.loaded) < configTTL {
 		return cfg.specs
 	}
@@ -201,9 +201,7 @@ func (x *external) config(ctx context.Context, account string) []serverSpec {
 		x.log.WarnContext(ctx, "reading the account's MCP servers failed; their tools are left out", "account", account, "err", err)
 		// Remembered briefly, so that a vfs-svc outage does not cost every
 		// list a round trip.
-		x.mu.Lock()
-		x.accounts[account] = &accountConfig{loaded: time.Now().Add(failedConfigTTL - configTTL), failed: true}
-		x.mu.Unlock()
+		x.configs.put(account, gen, &accountConfig{loaded: time.Now().Add(failedConfigTTL - configTTL), failed: true})
 		return nil
 	}
 	cfg = &accountConfig{loaded: time.Now(), stored: len(resp.Servers)}
@@ -230,7 +228,14 @@ func (x *external) config(ctx context.Context, account string) []serverSpec {
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.accounts[account] = cfg
+	if !x.configs.put(account, gen, cfg) {
+		// Serving the newer list also keeps this caller from opening a
+		// session for a server that was just removed.
+		if newer, _, ok := x.configs.get(account); ok {
+			return newer.specs
+		}
+		return cfg.specs
+	}
 	// Sessions of servers removed, disabled or changed are closed.
 	keep := map[string]string{}
 	for _, s := range cfg.specs {
@@ -310,9 +315,9 @@ func (x *external) publish(account string) {
 // invalidate forgets the account's configuration and marks its servers'
 // tools for listing again.
 func (x *external) invalidate(account string) {
+	x.configs.invalidate(account)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	delete(x.accounts, account)
 	for k, c := range x.conns {
 		if k.account == account {
 			c.stale.Store(true)

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mirobody/mirobody-go/services/agent"
@@ -88,23 +87,17 @@ type kindsCache struct {
 	data    *userdata.Data
 	log     *slog.Logger
 	timeout time.Duration
-	mu      sync.Mutex
-	byAcct  map[string]map[string]bool
-	gen     map[string]uint64 // bumped on invalidation, so a slow probe cannot store stale data
+	byAcct  *genCache[map[string]bool]
 }
 
 func newKindsCache(data *userdata.Data, log *slog.Logger) *kindsCache {
-	return &kindsCache{data: data, log: log, timeout: 2 * time.Second,
-		byAcct: map[string]map[string]bool{}, gen: map[string]uint64{}}
+	return &kindsCache{data: data, log: log, timeout: 2 * time.Second, byAcct: newGenCache[map[string]bool]()}
 }
 
 // get returns the account's data kinds, or nil when they cannot be known
 // (the caller then lists gated tools, as registry-svc/design.md "Data gating" says).
 func (k *kindsCache) get(ctx context.Context, account string) map[string]bool {
-	k.mu.Lock()
-	set, ok := k.byAcct[account]
-	gen := k.gen[account]
-	k.mu.Unlock()
+	set, gen, ok := k.byAcct.get(account)
 	if ok {
 		return set
 	}
@@ -119,18 +112,11 @@ func (k *kindsCache) get(ctx context.Context, account string) map[string]bool {
 	for _, kind := range resp.Kinds {
 		set[kind] = true
 	}
-	k.mu.Lock()
-	if k.gen[account] == gen {
-		k.byAcct[account] = set
-	}
-	k.mu.Unlock()
+	k.byAcct.put(account, gen, set)
 	return set
 }
 
 // invalidate forgets what the cache knows about account.
 func (k *kindsCache) invalidate(account string) {
-	k.mu.Lock()
-	delete(k.byAcct, account)
-	k.gen[account]++
-	k.mu.Unlock()
+	k.byAcct.invalidate(account)
 }
