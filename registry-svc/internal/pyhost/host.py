@@ -600,7 +600,7 @@ BLOCK_TYPES = ()
 
 class Host(object):
     def __init__(self, rfd, wfd):
-        self.rf = os.fdopen(rfd, "rb", buffering=0)
+        self.rf = os.fdopen(rfd, "rb")
         self.wf = os.fdopen(wfd, "wb", buffering=0)
         self.wlock = threading.Lock()
         self.loop = asyncio.new_event_loop()
