@@ -419,11 +419,22 @@ def jsonable(o, depth=0):
     return str(o)
 
 
+# One encoder for every reply: json.dumps with options builds a new one
+# per call. encode is safe to call from several threads at once.
+ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+# What a tool most often returns: to_result and Host.call_direct check
+# these exact types first, skipping checks of the rarer results.
+PLAIN_TYPES = frozenset((str, dict, list, int, float, bool, type(None)))
+
+
 def dumps(v):
-    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    return ENCODER.encode(v)
 
 
 def to_result(name, value):
+    if type(value) is str:
+        return {"content": [{"type": "text", "text": value}]}
     if isinstance(value, collections.abc.Mapping) and value.get("success") is True and "data" in value:
         # Upstream Mirobody's envelope: the result is the data.
         return to_result(name, value["data"])
@@ -683,7 +694,9 @@ class Host(object):
         """The request line decoded, or None when it is not JSON (its
         caller, when the line names one, is told)."""
         try:
-            return json.loads(line)
+            # Go sends UTF-8: decoded here, without json's sniffing of
+            # UTF-16 and UTF-32 (a ValueError too when it is not UTF-8).
+            return json.loads(line.decode("utf-8"))
         except ValueError as e:
             # Never drop a request silently: its caller would wait for
             # its deadline. A line that is JSON once decoded leniently
@@ -743,11 +756,12 @@ class Host(object):
                 if call.cancelled:
                     return  # cancelled before it started: it never runs
             value = run_sync(mid, tool.fn, kwargs)
-            if inspect.isawaitable(value) or inspect.isasyncgen(value):
-                # A plain function that returned a coroutine: the loop runs it.
-                value = asyncio.run_coroutine_threadsafe(resolve(value), self.loop).result()
-            if inspect.isgenerator(value):
-                value = run_sync(mid, collect_sync, {"gen": value})
+            if type(value) not in PLAIN_TYPES:
+                if inspect.isawaitable(value) or inspect.isasyncgen(value):
+                    # A plain function that returned a coroutine: the loop runs it.
+                    value = asyncio.run_coroutine_threadsafe(resolve(value), self.loop).result()
+                if inspect.isgenerator(value):
+                    value = run_sync(mid, collect_sync, {"gen": value})
             line = self.result_line(mid, name, value)
         except BaseException as e:
             line = dumps(self.with_timing(mid, failure(mid, name, e)))
