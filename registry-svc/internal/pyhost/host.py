@@ -686,8 +686,16 @@ class Host(object):
                 continue
             if wake is not None:
                 wake.release()
-            else:
+                return job
+            try:
                 threading.Thread(target=self.reader, name="reader", daemon=True).start()
+            except RuntimeError:
+                # No new thread (a process limit): this one reads on, and
+                # the pool's threads run the call.
+                with THREADS_LOCK:
+                    self.inline -= 1
+                self.pool.submit(job)
+                continue
             return job
 
     def decode(self, line):
