@@ -32,7 +32,7 @@ func benchHost(b *testing.B, sandboxed bool, op func(context.Context, *Pool) err
 	p, _, _ := startPool(b, opts)
 	ctx := context.Background()
 	for range 100 { // warm up the host's threads
-		if err := op(ctx, p); err != nil {
+		if err := callEcho(ctx, p); err != nil {
 			b.Fatal(err)
 		}
 	}
