@@ -44,10 +44,11 @@ import uuid
 MIN_PYTHON = (3, 9)
 MAX_RESULT_BYTES = 16 << 20  # larger results become an error, not a protocol failure
 MAX_GENERATOR_ITEMS = 100000  # a generator yielding more is cut off with an error
+MAX_SYNC_CALLS = 64  # threads running plain functions' calls, on reader threads and again in the pool
 
 TOOLS = {}  # name -> Tool
 TASKS = {}  # call id -> asyncio.Task
-DIRECT = {}  # call id -> DirectCall, for calls run straight on the pool (see Host.call_direct)
+DIRECT = {}  # call id -> DirectCall, for calls run by the reader threads (see Host.reader)
 RUNNING = set()  # ids of sync calls whose thread is running
 ABANDONED = set()  # ids of sync calls cancelled while their thread still runs
 THREADS_LOCK = threading.Lock()
@@ -61,8 +62,8 @@ class Tool(object):
         self.fn = fn
         self.info = info
         self.is_async = inspect.iscoroutinefunction(fn)
-        # A plain function runs straight from the reader on the pool, without
-        # the event loop's two hops (Host.call_direct).
+        # A plain function runs on the reader thread that read its call,
+        # without the event loop's two hops (Host.reader).
         self.direct = not (self.is_async or inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn))
         self.takes_user_info = info["takes_user_info"]
         self.fill_none = info.pop("_fill_none")
@@ -418,11 +419,22 @@ def jsonable(o, depth=0):
     return str(o)
 
 
+# One encoder for every reply: json.dumps with options builds a new one
+# per call. encode is safe to call from several threads at once.
+ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+# What a tool most often returns: to_result and Host.call_direct check
+# these exact types first, skipping checks of the rarer results.
+PLAIN_TYPES = frozenset((str, dict, list, int, float, bool, type(None)))
+
+
 def dumps(v):
-    return json.dumps(v, ensure_ascii=False, separators=(",", ":"))
+    return ENCODER.encode(v)
 
 
 def to_result(name, value):
+    if type(value) is str:
+        return {"content": [{"type": "text", "text": value}]}
     if isinstance(value, collections.abc.Mapping) and value.get("success") is True and "data" in value:
         # Upstream Mirobody's envelope: the result is the data.
         return to_result(name, value["data"])
@@ -600,13 +612,17 @@ BLOCK_TYPES = ()
 
 class Host(object):
     def __init__(self, rfd, wfd):
-        self.rf = os.fdopen(rfd, "rb", buffering=0)
+        self.rf = os.fdopen(rfd, "rb")
         self.wf = os.fdopen(wfd, "wb", buffering=0)
         self.wlock = threading.Lock()
         self.loop = asyncio.new_event_loop()
-        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=64, thread_name_prefix="tool")
+        self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=MAX_SYNC_CALLS, thread_name_prefix="tool")
         # timings holds the running calls' timing (see call), by call id.
         self.timings = {}
+        # The reader threads (see reader): how many run a call, and the
+        # wake-up locks of those waiting to lead, under THREADS_LOCK.
+        self.inline = 0
+        self.standby = []
 
     def send(self, msg):
         self.send_line(dumps(msg))
@@ -616,68 +632,126 @@ class Host(object):
         with self.wlock:
             self.wf.write(data)
 
-    def read_loop(self):
+    def reader(self):
+        """A reader thread (design.md "Python tool host", leader and
+        followers): it leads, reading requests, until it takes a plain
+        function's call; then another thread leads and this one runs the
+        call, then waits in standby until it is asked to lead again."""
+        wake = threading.Lock()
+        wake.acquire()
+        while True:
+            job = self.lead()
+            if job is None:
+                return
+            try:
+                job()
+            except BaseException:  # the reply could not be sent: keep serving
+                traceback.print_exc()
+            with THREADS_LOCK:
+                self.inline -= 1
+                self.standby.append(wake)
+            wake.acquire()  # released by the next thread to take a call
+
+    def lead(self):
+        """Reads requests until the end of the input (None), or until it
+        takes a call of a plain function, which it returns for this thread
+        to run once another thread leads."""
         while True:
             line = self.rf.readline()
             if not line:
-                break
-            try:
-                msg = json.loads(line)
-            except ValueError as e:
-                # Never drop a request silently: its caller would wait for
-                # its deadline. A line that is JSON once decoded leniently
-                # (invalid UTF-8) names its id, which gets the reason.
-                sys.stderr.write("tool host: bad request line: %s\n" % e)
-                try:
-                    mid = json.loads(line.decode("utf-8", "replace")).get("id")
-                except (ValueError, AttributeError):
-                    mid = None
-                if mid is not None:
-                    self.send({"id": mid, "error": "the request is not valid UTF-8 JSON", "invalid": True})
+                self.loop.call_soon_threadsafe(self.loop.stop)
+                return None
+            msg = self.decode(line)
+            if msg is None:
                 continue
             if "traceparent" in msg:
                 # The Go side records a traced call's span from these
                 # wall-clock times (registry-svc/design.md "Tracing"): when
                 # the request was read, ...
                 msg["_received_ns"] = time.time_ns()
-            if not self.handle_direct(msg):
+            op = msg.get("op")
+            if op == "cancel" and self.cancel_direct(msg.get("id")):
+                continue
+            job = self.start_direct(msg) if op == "call" else None
+            if job is None:
                 self.loop.call_soon_threadsafe(self.dispatch, msg)
-        self.loop.call_soon_threadsafe(self.loop.stop)
+                continue
+            with THREADS_LOCK:
+                inline = self.inline < MAX_SYNC_CALLS
+                if inline:
+                    self.inline += 1
+                    wake = self.standby.pop() if self.standby else None
+            if not inline:
+                self.pool.submit(job)
+                continue
+            if wake is not None:
+                wake.release()
+                return job
+            try:
+                threading.Thread(target=self.reader, name="reader", daemon=True).start()
+            except RuntimeError:
+                # No new thread (a process limit): this one reads on, and
+                # the pool's threads run the call.
+                with THREADS_LOCK:
+                    self.inline -= 1
+                self.pool.submit(job)
+                continue
+            return job
 
-    def handle_direct(self, msg):
-        """Starts a call of a plain function, or cancels one, from the
-        reader thread; False when msg is for the event loop."""
-        op, mid = msg.get("op"), msg.get("id")
-        if op == "call":
-            tool = TOOLS.get(msg.get("name"))
-            if tool is None or not tool.direct:
+    def decode(self, line):
+        """The request line decoded, or None when it is not JSON (its
+        caller, when the line names one, is told)."""
+        try:
+            # Go sends UTF-8: decoded here, without json's sniffing of
+            # UTF-16 and UTF-32 (a ValueError too when it is not UTF-8).
+            return json.loads(line.decode("utf-8"))
+        except ValueError as e:
+            # Never drop a request silently: its caller would wait for
+            # its deadline. A line that is JSON once decoded leniently
+            # (invalid UTF-8) names its id, which gets the reason.
+            sys.stderr.write("tool host: bad request line: %s\n" % e)
+            try:
+                mid = json.loads(line.decode("utf-8", "replace")).get("id")
+            except (ValueError, AttributeError):
+                mid = None
+            if mid is not None:
+                self.send({"id": mid, "error": "the request is not valid UTF-8 JSON", "invalid": True})
+            return None
+
+    def start_direct(self, msg):
+        """Starts a call of a plain function: the function of no arguments
+        that runs and answers it, or None when msg is for the event loop."""
+        mid = msg.get("id")
+        tool = TOOLS.get(msg.get("name"))
+        if tool is None or not tool.direct:
+            return None
+        call = DirectCall()
+        with THREADS_LOCK:
+            DIRECT[mid] = call
+        if "traceparent" in msg:
+            # ... when its call started, as Host.call does.
+            self.timings[mid] = {"received_ns": msg.get("_received_ns"), "started_ns": time.time_ns()}
+        ctx = contextvars.copy_context()
+        ctx.run(self.enter_call, mid, msg)
+        return functools.partial(ctx.run, self.call_direct, mid, tool, msg, call)
+
+    def cancel_direct(self, mid):
+        """Cancels call mid of a plain function; False when it is not one
+        (the event loop may know it) or has ended."""
+        with THREADS_LOCK:
+            call = DIRECT.pop(mid, None)
+            if call is None:
                 return False
-            call = DirectCall()
-            with THREADS_LOCK:
-                DIRECT[mid] = call
-            if "traceparent" in msg:
-                # ... when its call started, as Host.call does.
-                self.timings[mid] = {"received_ns": msg.get("_received_ns"), "started_ns": time.time_ns()}
-            ctx = contextvars.copy_context()
-            ctx.run(self.enter_call, mid, msg)
-            self.pool.submit(ctx.run, self.call_direct, mid, tool, msg, call)
-            return True
-        if op == "cancel":
-            with THREADS_LOCK:
-                call = DIRECT.pop(mid, None)
-                if call is None:
-                    return False
-                call.cancelled = True
-                # A thread cannot be interrupted: remember it, so that a
-                # host filling up with stuck threads gets replaced.
-                if mid in RUNNING:
-                    ABANDONED.add(mid)
-            self.reply(mid, {"id": mid, "cancelled": True})
-            return True
-        return False
+            call.cancelled = True
+            # A thread cannot be interrupted: remember it, so that a
+            # host filling up with stuck threads gets replaced.
+            if mid in RUNNING:
+                ABANDONED.add(mid)
+        self.reply(mid, {"id": mid, "cancelled": True})
+        return True
 
     def call_direct(self, mid, tool, msg, call):
-        """Runs a plain function's call on this pool thread and answers it,
+        """Runs a plain function's call on this thread and answers it,
         unless it was cancelled meanwhile (the answer was sent then)."""
         name = tool.name
         try:
@@ -690,11 +764,12 @@ class Host(object):
                 if call.cancelled:
                     return  # cancelled before it started: it never runs
             value = run_sync(mid, tool.fn, kwargs)
-            if inspect.isawaitable(value) or inspect.isasyncgen(value):
-                # A plain function that returned a coroutine: the loop runs it.
-                value = asyncio.run_coroutine_threadsafe(resolve(value), self.loop).result()
-            if inspect.isgenerator(value):
-                value = run_sync(mid, collect_sync, {"gen": value})
+            if type(value) not in PLAIN_TYPES:
+                if inspect.isawaitable(value) or inspect.isasyncgen(value):
+                    # A plain function that returned a coroutine: the loop runs it.
+                    value = asyncio.run_coroutine_threadsafe(resolve(value), self.loop).result()
+                if inspect.isgenerator(value):
+                    value = run_sync(mid, collect_sync, {"gen": value})
             line = self.result_line(mid, name, value)
         except BaseException as e:
             line = dumps(self.with_timing(mid, failure(mid, name, e)))
@@ -876,7 +951,7 @@ class Host(object):
     def run(self):
         asyncio.set_event_loop(self.loop)
         install_log_handler()
-        threading.Thread(target=self.read_loop, name="reader", daemon=True).start()
+        threading.Thread(target=self.reader, name="reader", daemon=True).start()
         self.send({"op": "hello", "python": "%d.%d.%d" % sys.version_info[:3], "pid": os.getpid()})
         self.loop.run_forever()
 
@@ -899,7 +974,8 @@ def failure(mid, name, e):
 
 
 class DirectCall(object):
-    """A call run straight on the pool; cancelled once its caller gave up."""
+    """A plain function's call (Host.start_direct); cancelled once its
+    caller gave up."""
 
     def __init__(self):
         self.cancelled = False

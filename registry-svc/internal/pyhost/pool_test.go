@@ -19,7 +19,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func startPool(t *testing.T, opts Options, dirs ...string) (*Pool, *Discovery, *servicetest.LogBuffer) {
+func startPool(t testing.TB, opts Options, dirs ...string) (*Pool, *Discovery, *servicetest.LogBuffer) {
 	t.Helper()
 	log, lb := servicetest.CaptureLogger(t)
 	for _, d := range dirs {
