@@ -28,7 +28,7 @@ type listEpoch struct {
 
 // listEpoch returns the hub's current epoch.
 func (h *hub) listEpoch() listEpoch {
-	if h.nc == nil || h.nc.Status() != nats.CONNECTED {
+	if h.nc == nil || !h.subscribed.Load() || h.nc.Status() != nats.CONNECTED {
 		return listEpoch{}
 	}
 	e := listEpoch{changes: h.changes.Load(), reconnects: h.nc.Stats().Reconnects, ok: true}

@@ -53,7 +53,11 @@ func TestTrustedListsHoldUntilAnEvent(t *testing.T) {
 			if err := pub.Publish(subject, []byte(`{}`)); err != nil {
 				t.Fatal(err)
 			}
-			<-l.ch
+			select {
+			case <-l.ch:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the hub did not hear the event")
+			}
 			if got := tl.get(alice, h.listEpoch()); got != nil {
 				t.Error("the answer is reused after an event")
 			}

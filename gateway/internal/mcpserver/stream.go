@@ -77,6 +77,8 @@ type hub struct {
 	nc       *nats.Conn
 	toolSubs []*nats.Subscription
 	changes  atomic.Uint64
+	// subscribed is set once the server confirmed the subscriptions.
+	subscribed atomic.Bool
 }
 
 // listener is one open stream's mailbox: the changes not yet sent, and ch,
@@ -150,7 +152,37 @@ func newHub(nc *nats.Conn) (*hub, error) {
 		h.close()
 		return nil, err
 	}
+	// A subscription counts only once the server has it: an event
+	// published before that would be missed, and a tools/list reused
+	// meanwhile would be stale (listEpoch). A flush is the round trip that
+	// says so; while it fails (disconnected at start), the lists are not
+	// reused and confirming is tried again in the background.
+	if nc.FlushTimeout(subscribeConfirmTimeout) == nil {
+		h.subscribed.Store(true)
+	} else {
+		go h.confirmSubscriptions()
+	}
 	return h, nil
+}
+
+// subscribeConfirmTimeout bounds one wait for the server to confirm the
+// hub's subscriptions.
+const subscribeConfirmTimeout = 2 * time.Second
+
+// confirmSubscriptions retries the flush of newHub until it succeeds or
+// the hub closes.
+func (h *hub) confirmSubscriptions() {
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-time.After(subscribeConfirmTimeout):
+		}
+		if h.nc.FlushTimeout(subscribeConfirmTimeout) == nil {
+			h.subscribed.Store(true)
+			return
+		}
+	}
 }
 
 // add registers a listener for account ("" for anonymous streams, which
