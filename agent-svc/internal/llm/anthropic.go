@@ -138,9 +138,7 @@ func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
 	if err != nil {
 		return p, err
 	}
-	for _, raw := range msgs {
-		p.Messages = append(p.Messages, param.Override[anthropic.MessageParam](raw))
-	}
+	p.Messages = overridden(msgs, param.Override[anthropic.MessageParam])
 	tools, err := c.encodedTools("anthropic", req.Tools, func(t Tool) ([]byte, error) {
 		u, err := anthropicTool(t)
 		if err != nil {
@@ -151,9 +149,7 @@ func anthropicParams(req *Request) (anthropic.MessageNewParams, error) {
 	if err != nil {
 		return p, err
 	}
-	for _, raw := range tools {
-		p.Tools = append(p.Tools, param.Override[anthropic.ToolUnionParam](raw))
-	}
+	p.Tools = overridden(tools, param.Override[anthropic.ToolUnionParam])
 	return p, nil
 }
 

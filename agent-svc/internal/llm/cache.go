@@ -126,3 +126,18 @@ func sameMessage(a, b *Message) bool {
 func sameBytes(a, b []byte) bool {
 	return (a == nil) == (b == nil) && bytes.Equal(a, b)
 }
+
+// overridden wraps each of raws as an SDK param through override (an
+// instance of the SDK's param.Override), so that the SDK writes the bytes
+// as they are: the one loop both providers' request builders share.
+// None gives nil, as before, so an empty list stays omitted from the body.
+func overridden[T any](raws []json.RawMessage, override func(any) T) []T {
+	if len(raws) == 0 {
+		return nil
+	}
+	out := make([]T, len(raws))
+	for i, raw := range raws {
+		out[i] = override(raw)
+	}
+	return out
+}

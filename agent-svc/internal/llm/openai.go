@@ -199,9 +199,7 @@ func openaiParams(req *Request) (openai.ChatCompletionNewParams, error) {
 	if err != nil {
 		return p, err
 	}
-	for _, raw := range msgs {
-		p.Messages = append(p.Messages, param.Override[openai.ChatCompletionMessageParamUnion](raw))
-	}
+	p.Messages = append(p.Messages, overridden(msgs, param.Override[openai.ChatCompletionMessageParamUnion])...)
 	tools, err := c.encodedTools("openai", req.Tools, func(t Tool) ([]byte, error) {
 		u, err := openaiTool(t)
 		if err != nil {
@@ -212,9 +210,7 @@ func openaiParams(req *Request) (openai.ChatCompletionNewParams, error) {
 	if err != nil {
 		return p, err
 	}
-	for _, raw := range tools {
-		p.Tools = append(p.Tools, param.Override[openai.ChatCompletionToolUnionParam](raw))
-	}
+	p.Tools = overridden(tools, param.Override[openai.ChatCompletionToolUnionParam])
 	return p, nil
 }
 
