@@ -28,25 +28,30 @@ func TestGroupCommitConcurrentChanges(t *testing.T) {
 
 	tests := []struct {
 		name string
-		// write is writer i's request.
-		write func(i int) *files.WriteRequest
+		// write is writer i's request; stored is a path the subtests
+		// before stored (which writers won the quota race is chance).
+		write func(i int, stored string) *files.WriteRequest
 		// wantOK is how many writes succeed; the others fail with wantErr.
 		wantOK  int
 		wantErr wire.Code
 	}{
-		{"quota", func(i int) *files.WriteRequest {
+		{"quota", func(i int, _ string) *files.WriteRequest {
 			return &files.WriteRequest{Scope: sc, Path: fmt.Sprintf("/q/%02d", i), Content: strings.Repeat("x", size)}
 		}, quota / size, wire.ResourceExhausted},
-		{"create-only race", func(int) *files.WriteRequest {
-			return &files.WriteRequest{Scope: sc, Path: "/q/00", Content: "y", Overwrite: false}
+		{"create-only race", func(_ int, stored string) *files.WriteRequest {
+			return &files.WriteRequest{Scope: sc, Path: stored, Content: "y", Overwrite: false}
 		}, 0, wire.AlreadyExists},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			var stored string
+			if err := e.pool.QueryRow(c, `SELECT coalesce(min(path), '') FROM vfs_files WHERE account_id = $1`, sc.AccountID).Scan(&stored); err != nil {
+				t.Fatal(err)
+			}
 			var wg sync.WaitGroup
 			errs := make([]error, writers)
 			for i := range writers {
-				wg.Go(func() { _, errs[i] = e.fs.Write(c, tt.write(i)) })
+				wg.Go(func() { _, errs[i] = e.fs.Write(c, tt.write(i, stored)) })
 			}
 			wg.Wait()
 			ok := 0
