@@ -194,8 +194,12 @@ func TestCallerSessionID(t *testing.T) {
 func TestRateLimitsBehindProxy(t *testing.T) {
 	f := startFakes(t)
 	cfg := testConfig(t, f.url)
-	cfg.RateLimitIP = 600
-	cfg.RateLimitAcct = 600
+	// 12 a minute: a token comes back every 5 s, so a loaded CI machine
+	// that leaves a gap between the flood and the next request cannot
+	// refill the flooding client's bucket (at 600 a minute a 100 ms gap
+	// did, and the test failed once in CI).
+	cfg.RateLimitIP = 12
+	cfg.RateLimitAcct = 12
 	cfg.TrustedProxies = []string{"127.0.0.1", "::1"} // the test client plays the proxy
 	base := strings.TrimSuffix(startGateway(t, cfg), "/mcp")
 	form := []string{"Content-Type", "application/x-www-form-urlencoded"}
