@@ -17,6 +17,11 @@ import (
 func TestAuditStoreQueryPrune(t *testing.T) {
 	e := start(t, func(c *conf.Config) { c.AuditRetentionDays = 7 })
 	ctx := context.Background()
+	// The retention loop deletes at start as well as hourly; stop it first,
+	// so the 30-day-old record below is deleted only where the test says
+	// (it raced the insert once in CI and the "all" case saw two records).
+	e.svc.stopPrune()
+	<-e.svc.pruned
 	now := time.Now().UTC().Truncate(time.Millisecond)
 	batch := &audit.RecordBatch{Records: []audit.Record{
 		{Time: now, AccountID: "a", CallerKind: "mcp", Tool: "echo", Outcome: "ok", DurationMS: 1.5, ArgumentBytes: 20, ResultBytes: 7, ArgumentKeys: []string{"text"}},
