@@ -99,6 +99,16 @@ func (c *Client) subscribe(runID string) (*nats.Subscription, error) {
 // follow reorders a run's events by seq. Heartbeats (seq 0) are passed on
 // as they come; a run that moved to another replica republishes its
 // recorded events, which fills any gap the old owner left.
+//
+// Core NATS drops what a node held when it died, so a live event can be
+// lost on its way (seen in the chaos run: the events a turn published just
+// before its NATS node was killed, its end event among them, never came).
+// An owner records every event before it publishes it, so with a backlog
+// the follower reads what it missed from the store: at once when a later
+// event shows a gap, and when two heartbeats in a row do not come (the lost
+// event may be the last, and then no later one shows the gap). Only a run
+// that stays silent and unfinished in the store for the whole window is
+// reported unavailable.
 func (c *Client) follow(ctx context.Context, sub *nats.Subscription, runID string, hb time.Duration, after int64, backlog Backlog, onEvent func(Event)) error {
 	if hb <= 0 {
 		hb = DefaultHeartbeat
@@ -122,30 +132,57 @@ func (c *Client) follow(ctx context.Context, sub *nats.Subscription, runID strin
 			}
 		}
 	}
-	if backlog != nil {
-		// Subscribed first, so nothing published after the read is missed.
-		evs, live, err := backlog(ctx, after)
+	// refill reads the recorded events after the last one delivered; over
+	// is true once the run needs following no more. A failed read is not
+	// the run's failure: the window still bounds the wait.
+	refill := func() (over, progressed bool, err error) {
+		before := next
+		evs, live, err := backlog(ctx, next-1)
 		if err != nil {
-			return err
+			return false, false, err
 		}
 		for _, e := range evs {
-			pending[e.Seq] = e
+			if e.Seq >= next {
+				pending[e.Seq] = e
+			}
 		}
-		if deliver() || !live {
-			return nil
+		return deliver() || !live, next > before, nil
+	}
+	if backlog != nil {
+		// Subscribed first, so nothing published after the read is missed.
+		if over, _, err := refill(); err != nil || over {
+			return err
 		}
 	}
 	var gapSince time.Time
+	heard, checked := time.Now(), backlog == nil
 	for {
-		msgCtx, cancel := context.WithTimeout(ctx, window)
+		wait := window - time.Since(heard)
+		if !checked {
+			wait = min(wait, 2*hb-time.Since(heard))
+		}
+		msgCtx, cancel := context.WithTimeout(ctx, max(wait, 0))
 		m, err := sub.NextMsgWithContext(msgCtx)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return ctx.Err()
-		case err != nil:
+		case err != nil && time.Since(heard) >= window:
 			return wire.Errorf(wire.Unavailable, "the agent stopped responding (no heartbeat for %s); the run goes on once an agent replica takes it over (GET /api/runs/%s/stream)", window, runID)
+		case err != nil:
+			// Two heartbeats missed: the run may have ended with its last
+			// events lost, or its owner died and a takeover is under way.
+			checked = true
+			over, progressed, _ := refill()
+			if over {
+				return nil
+			}
+			if progressed {
+				heard, checked = time.Now(), false
+			}
+			continue
 		}
+		heard, checked = time.Now(), backlog == nil
 		ev, err := RunEvents.Decode(m)
 		if err != nil {
 			return wire.Errorf(wire.Internal, "decoding a run event: %v", err)
@@ -163,14 +200,27 @@ func (c *Client) follow(ctx context.Context, sub *nats.Subscription, runID strin
 		if deliver() {
 			return nil
 		}
+		if len(pending) == 0 {
+			gapSince = time.Time{}
+			continue
+		}
+		if gapSince.IsZero() {
+			gapSince = time.Now()
+			// A gap: the missing events were recorded before this one was
+			// published, so the store has them.
+			if backlog != nil {
+				if over, _, _ := refill(); over {
+					return nil
+				}
+				if len(pending) == 0 {
+					gapSince = time.Time{}
+				}
+			}
+			continue
+		}
 		// Heartbeats keep coming while an event is missing: a gap that
 		// outlives the window means events were lost.
-		switch {
-		case len(pending) == 0:
-			gapSince = time.Time{}
-		case gapSince.IsZero():
-			gapSince = time.Now()
-		case time.Since(gapSince) > window:
+		if time.Since(gapSince) > window {
 			return wire.Errorf(wire.Unavailable, "events of the run were lost (missing event %d)", next)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -107,5 +108,83 @@ func TestClientCancel(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no cancel event")
+	}
+}
+
+// TestFollowRefill: events lost on their way (core NATS drops what a dying
+// node held) are read back from the store, whether a later event shows the
+// gap or the lost one was the last; a run that stays silent and unfinished
+// in the store is still reported unavailable after the window. Regression:
+// in the chaos run a turn's end event was lost when its NATS node was
+// killed, and the follower waited the whole window and reported the agent
+// gone although the run had ended.
+func TestFollowRefill(t *testing.T) {
+	const hb = 50 * time.Millisecond
+	cases := []struct {
+		name   string
+		live   []int64 // published; the last is the end event when stored ends with it
+		stored []int64 // in the store once the follower looks again; the last is the end
+		done   bool    // the stored run ended
+		want   []int64
+		code   wire.Code
+	}{
+		{name: "gap filled", live: []int64{1, 3}, stored: []int64{1, 2, 3, 4}, done: true, want: []int64{1, 2, 3, 4}},
+		{name: "lost end", live: []int64{1, 2}, stored: []int64{1, 2, 3}, done: true, want: []int64{1, 2, 3}},
+		{name: "all lost", stored: []int64{1, 2}, done: true, want: []int64{1, 2}},
+		{name: "silent and running", live: []int64{1}, stored: []int64{1}, want: []int64{1}, code: wire.Unavailable},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			nc, err := nats.Connect(servicetest.NATS(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(nc.Close)
+			c := NewClient(wire.NewClient(wire.ClientOptions{Conn: nc}))
+			sub, err := c.subscribe("r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sub.Unsubscribe() })
+			event := func(seq int64) Event {
+				ev := Event{Seq: seq, Type: EventText}
+				if tc.done && seq == tc.stored[len(tc.stored)-1] {
+					ev.Type = EventEnd
+				}
+				return ev
+			}
+			reads := 0
+			backlog := func(_ context.Context, after int64) ([]Event, bool, error) {
+				reads++
+				if reads == 1 {
+					return nil, true, nil // nothing recorded when the follower subscribed
+				}
+				var out []Event
+				for _, s := range tc.stored {
+					if s > after {
+						out = append(out, event(s))
+					}
+				}
+				return out, !tc.done, nil
+			}
+			for _, s := range tc.live {
+				b, _ := json.Marshal(event(s))
+				if err := nc.Publish(RunSubject("r"), b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var got []int64
+			began := time.Now()
+			err = c.follow(context.Background(), sub, "r", hb, 0, backlog, func(e Event) { got = append(got, e.Seq) })
+			if tc.code == "" && err != nil || tc.code != "" && !wire.IsCode(err, tc.code) {
+				t.Fatalf("err %v, want code %q", err, tc.code)
+			}
+			if tc.code == "" && time.Since(began) >= silence(hb) {
+				t.Fatalf("the follower waited the whole window (%s) for what the store had", silence(hb))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("delivered %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
