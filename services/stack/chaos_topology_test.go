@@ -167,7 +167,7 @@ func startChaosTopology(t *testing.T, nodes int) *chaosTopology {
 
 	client, cluster := make([]string, nodes), make([]string, nodes)
 	for i := range nodes {
-		client[i], cluster[i] = freeAddr(t), freeAddr(t)
+		client[i], cluster[i] = servicetest.FreeAddr(t), servicetest.FreeAddr(t)
 	}
 	for i := range nodes {
 		var routes []string
@@ -214,7 +214,7 @@ include ./auth.conf
 	// node i (mod nodes): the NATS node the run kills, the second, holds one
 	// replica of each, and the other replica sits elsewhere.
 	add := func(name, target string, node int, extra ...string) {
-		admin := freeAddr(t)
+		admin := servicetest.FreeAddr(t)
 		env := append([]string{chaosRole + "=serve", chaosArg + "=" + target,
 			"NATS_URL=nats://" + client[node%nodes], "ADMIN_ADDR=" + admin}, common...)
 		top.procs[name] = &chaosProc{name: name, log: filepath.Join(dir, name+".log"), env: append(env, extra...),
@@ -224,7 +224,7 @@ include ./auth.conf
 	for i := 1; i <= 2; i++ {
 		add(fmt.Sprintf("registry-%d", i), "registry-svc", i)
 		add(fmt.Sprintf("agent-%d", i), "agent-svc", i)
-		addr := freeAddr(t)
+		addr := servicetest.FreeAddr(t)
 		add(fmt.Sprintf("gateway-%d", i), "gateway", i, "HTTP_ADDR="+addr, "MCP_PUBLIC_URL=http://"+addr)
 		top.gateways = append(top.gateways, "http://"+addr)
 	}

@@ -251,7 +251,7 @@ func TestChatAttachments(t *testing.T) {
 func TestBaseAgentAttachments(t *testing.T) {
 	srv := scripted.New(scripted.Demo)
 	t.Cleanup(srv.Close)
-	addr := freeAddr(t)
+	addr := servicetest.FreeAddr(t)
 	st := startChatStack(t, srv, func(c *conf.Config) {
 		c.HTTPAddr, c.MCPPublicURL = addr, "http://"+addr
 		c.ProvidersBase = map[string]conf.Provider{

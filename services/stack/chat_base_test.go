@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,20 +17,9 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/servicetest"
 	"github.com/mirobody/mirobody-go/services/vfs/sessions"
 )
-
-// freeAddr returns a loopback address nothing listens on. The gateway's
-// address must be known before it starts: MCP_PUBLIC_URL (the audience of
-// its tokens and the URL handed to providers) names it.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := l.Addr().String()
-	must(t, l.Close())
-	return addr
-}
 
 // baseScript is the provider side of a Base turn: it checks that it was
 // handed a scoped token (not the user's key) and the BASE tool list, calls
@@ -132,7 +120,7 @@ func TestBaseAgentTurn(t *testing.T) {
 	script := &baseScript{}
 	srv := scripted.New(script.respond)
 	t.Cleanup(srv.Close)
-	addr := freeAddr(t)
+	addr := servicetest.FreeAddr(t)
 	st := startChatStack(t, srv, func(c *conf.Config) {
 		c.HTTPAddr, c.MCPPublicURL = addr, "http://"+addr
 		c.ProvidersBase = map[string]conf.Provider{
@@ -245,7 +233,7 @@ func toStrings(v any) []string {
 func TestBaseScriptedDev(t *testing.T) {
 	srv := scripted.New(scripted.Sequence())
 	t.Cleanup(srv.Close)
-	addr := freeAddr(t)
+	addr := servicetest.FreeAddr(t)
 	st := startChatStack(t, srv, func(c *conf.Config) {
 		c.Provider, c.HTTPAddr, c.MCPPublicURL = "scripted", addr, "http://"+addr
 		c.DisallowedToolsBase = []string{"secret"}

@@ -5,22 +5,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mirobody/mirobody-go/services/servicetest"
 )
 
 // closedNATSConfig writes a config whose NATS_URL points at a loopback
 // port nothing listens on.
 func closedNATSConfig(t *testing.T) (file, url string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	url = "nats://" + l.Addr().String()
-	must(t, l.Close())
+	url = "nats://" + servicetest.FreeAddr(t)
 	file = filepath.Join(t.TempDir(), "config.yaml")
 	must(t, os.WriteFile(file, []byte(fmt.Sprintf("NATS_URL: %s\nDEV_DIR: %s\n", url, t.TempDir())), 0o600))
 	return file, url

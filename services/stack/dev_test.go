@@ -3,7 +3,6 @@ package stack
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,21 +15,11 @@ import (
 	"github.com/mirobody/mirobody-go/services/svc"
 )
 
-func freeNATSURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return "nats://" + l.Addr().String()
-}
-
 // startDevOnce starts the dev stack once, checks it serves the demo key it
 // printed, stops it, and returns the key.
 func startDevOnce(t *testing.T, devDir string) string {
 	t.Helper()
-	cfg := testConfig(t, freeNATSURL(t), "")
+	cfg := testConfig(t, "nats://"+servicetest.FreeAddr(t), "")
 	cfg.DevDir = devDir
 	var out bytes.Buffer
 	services, err := Dev(DevOptions{Config: cfg, Log: servicetest.Logger(t), Out: &out})

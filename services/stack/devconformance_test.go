@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/servicetest"
 )
 
 // devScenarios are the scenarios of each revision that once failed against
@@ -106,7 +106,7 @@ func startDevBinary(t *testing.T, toolDirs, toolPaths string) string {
 	if err := os.Chmod(base, 0o755); err != nil { // the postgres user must reach it when we are root
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := servicetest.FreePort(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperDev$")
 	cmd.Dir = "../.."
 	cmd.Env = append(userEnv(),
@@ -117,7 +117,7 @@ func startDevBinary(t *testing.T, toolDirs, toolPaths string) string {
 		"HTTP_ADDR=127.0.0.1:"+port,
 		"MCP_PUBLIC_URL=http://localhost:"+port,
 		"ADMIN_ADDR=127.0.0.1:0",
-		"NATS_URL="+freeNATSURL(t))
+		"NATS_URL="+"nats://"+servicetest.FreeAddr(t))
 	stdout, err := cmd.StdoutPipe()
 	must(t, err)
 	var stderr strings.Builder
@@ -171,17 +171,6 @@ func userEnv() []string {
 		}
 	}
 	return env
-}
-
-// freePort returns a TCP port free on 127.0.0.1 a moment ago. The dev stack
-// needs it before starting, to name the same port in MCP_PUBLIC_URL.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	defer l.Close()
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	return port
 }
 
 // baselineFile is the shape of the suite's --expected-failures file.

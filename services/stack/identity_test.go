@@ -14,6 +14,7 @@ import (
 	"github.com/mirobody/mirobody-go/agent-svc/scripted"
 	"github.com/mirobody/mirobody-go/services/agent"
 	"github.com/mirobody/mirobody-go/services/conf"
+	"github.com/mirobody/mirobody-go/services/servicetest"
 )
 
 // TestToolSessionID pins what a tool sees as user_info.session_id
@@ -33,7 +34,7 @@ func TestToolSessionID(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tools, err := filepath.Abs("testdata/session-tools")
 	must(t, err)
-	addr := freeAddr(t)
+	addr := servicetest.FreeAddr(t)
 	st := startChatStack(t, srv, func(c *conf.Config) {
 		c.HTTPAddr, c.MCPPublicURL = addr, "http://"+addr
 		c.MCPToolDirs = append(c.MCPToolDirs, tools)

@@ -56,7 +56,7 @@ func TestDevStackWithNATSAuth(t *testing.T) {
 	srv := scripted.New(authTurn)
 	t.Cleanup(srv.Close)
 	db := servicetest.Postgres(t, nil)
-	natsURL := freeNATSURL(t)
+	natsURL := "nats://" + servicetest.FreeAddr(t)
 	cfg := testConfig(t, natsURL, db.DSN)
 	cfg.DevDir = t.TempDir()
 	chatTools, err := filepath.Abs("testdata/chat-tools")

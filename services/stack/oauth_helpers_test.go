@@ -9,7 +9,6 @@ import (
 	"html"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -51,11 +50,8 @@ func startOAuthDevLog(t *testing.T, log *slog.Logger) *oauthDev {
 	b, err := os.ReadFile(filepath.Join(fixtureTools, "examples.py"))
 	must(t, err)
 	must(t, os.WriteFile(filepath.Join(tools, "examples.py"), b, 0o644))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := l.Addr().String()
-	must(t, l.Close())
-	cfg := testConfig(t, freeNATSURL(t), servicetest.Postgres(t, nil).DSN)
+	addr := servicetest.FreeAddr(t)
+	cfg := testConfig(t, "nats://"+servicetest.FreeAddr(t), servicetest.Postgres(t, nil).DSN)
 	cfg.DevDir = t.TempDir()
 	cfg.HTTPAddr, cfg.MCPPublicURL = addr, "http://"+addr
 	cfg.MCPToolDirs = []string{tools}

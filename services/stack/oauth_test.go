@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -368,10 +367,7 @@ func TestOAuthTSClient(t *testing.T) {
 func TestOAuthConformance(t *testing.T) {
 	d := startOAuthDev(t)
 	node, dir := nodeTools(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	_, port, _ := net.SplitHostPort(l.Addr().String())
-	must(t, l.Close())
+	port := servicetest.FreePort(t)
 	client := registerClient(t, d.Base, "http://127.0.0.1:"+port+"/callback")
 	suite := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -196,7 +196,7 @@ func TestTracesEndToEnd(t *testing.T) {
 		return scripted.Step{Text: "3", InputTokens: 20, OutputTokens: 1}, nil
 	})
 	t.Cleanup(srv.Close)
-	addr := freeAddr(t)
+	addr := servicetest.FreeAddr(t)
 	st := startChatStack(t, srv, func(c *conf.Config) {
 		c.OTLPEndpoint, c.MCPClientAllowPriv = recv.URL, true
 		c.HTTPAddr, c.MCPPublicURL = addr, "http://"+addr
