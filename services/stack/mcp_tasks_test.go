@@ -30,7 +30,8 @@ import mirobody
 
 
 async def sleepy(seconds: float, marker: str) -> str:
-    """Sleeps seconds; a cancel leaves <marker>.cancelled beside this file."""
+    """Sleeps seconds; leaves <marker>.started beside this file as it begins, and <marker>.cancelled on a cancel."""
+    pathlib.Path(__file__).with_name(marker + ".started").write_text("started")
     try:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:
@@ -222,6 +223,13 @@ func TestMCPTasks(t *testing.T) {
 
 	t.Run("cancel stops the tool", func(t *testing.T) {
 		id := start(60, "stopped")
+		// Cancelled before its body ran, the tool would never run at all
+		// (right, but then it leaves no mark): cancel once it sleeps. CI
+		// once cancelled 4 ms after the start, and waited for the mark.
+		servicetest.Eventually(t, 30*time.Second, func() bool {
+			_, err := os.Stat(filepath.Join(tools, "stopped.started"))
+			return err == nil
+		}, "the tool starts")
 		_, r := modernCall(t, two, owner, "tasks/cancel", id, map[string]any{"taskId": id, "_meta": modernMeta(true)})
 		if r.Error != nil || r.Result["resultType"] != "complete" || r.Result["taskId"] != nil {
 			t.Fatalf("tasks/cancel: %+v", r)
