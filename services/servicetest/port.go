@@ -1,7 +1,6 @@
 package servicetest
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -34,13 +33,28 @@ var handedOut = struct {
 // Below the range only another explicit bind can take the port.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
+	if addr, ok := freeBelowEphemeral(); ok {
+		return addr
+	}
+	// No room below the range, or no free port in it: the kernel chooses.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// freeBelowEphemeral tries random ports between lowestPort and the
+// ephemeral range that this process has not handed out yet.
+func freeBelowEphemeral() (string, bool) {
 	low := ephemeralLow()
+	if low-lowestPort < 1000 {
+		return "", false
+	}
 	handedOut.Lock()
 	defer handedOut.Unlock()
 	for range 200 {
-		if low-lowestPort < 1000 {
-			break // no room below the range: let the kernel choose
-		}
 		port := lowestPort + rand.IntN(low-lowestPort)
 		if handedOut.ports[port] {
 			continue
@@ -51,19 +65,14 @@ func FreeAddr(t testing.TB) string {
 		}
 		_ = l.Close()
 		handedOut.ports[port] = true
-		return l.Addr().String()
+		return l.Addr().String(), true
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return "", false
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range (Linux's
-// default when it cannot be read).
-func ephemeralLow() int {
+// default when it cannot be read), read once per process.
+var ephemeralLow = sync.OnceValue(func() int {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err == nil {
 		if f := strings.Fields(string(b)); len(f) == 2 {
@@ -73,14 +82,14 @@ func ephemeralLow() int {
 		}
 	}
 	return 32768
-}
+})
 
 // FreePort is FreeAddr's port alone.
 func FreePort(t testing.TB) string {
 	t.Helper()
 	_, port, err := net.SplitHostPort(FreeAddr(t))
 	if err != nil {
-		t.Fatal(fmt.Errorf("splitting a loopback address: %w", err))
+		t.Fatalf("splitting a loopback address: %v", err)
 	}
 	return port
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mirobody/mirobody-go/services/servicetest"
 )
 
 // compareTools is the size of the tools/list compared (issue 20).
@@ -270,10 +272,7 @@ func fastMCPServer(b *testing.B, skills string) (url, why string) {
 	if out, err := exec.Command(py, "-c", "import fastmcp").CombinedOutput(); err != nil {
 		return "", "the fastmcp Python package is not installed, and PyPI is not reachable here: " + string(lastLine(out))
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(b, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	_ = ln.Close()
+	port := servicetest.FreePort(b)
 	script := filepath.Join(b.TempDir(), "fastmcp_bench.py")
 	src := fmt.Sprintf(`import os
 from fastmcp import FastMCP
@@ -284,7 +283,7 @@ def read_skill(name: str) -> str:
     with open(os.path.join(%q, name, "SKILL.md")) as f:
         return f.read()
 %s
-mcp.run(transport="http", host="127.0.0.1", port=%d, stateless_http=True, json_response=True, show_banner=False)
+mcp.run(transport="http", host="127.0.0.1", port=%s, stateless_http=True, json_response=True, show_banner=False)
 `, skills, strings.ReplaceAll(pythonTools(compareTools), "\ndef tool_", "\n@mcp.tool\ndef tool_"), port)
 	must(b, os.WriteFile(script, []byte(src), 0o644))
 	cmd := exec.Command(py, script)
@@ -305,7 +304,7 @@ mcp.run(transport="http", host="127.0.0.1", port=%d, stateless_http=True, json_r
 	}()
 	select {
 	case <-ready:
-		return fmt.Sprintf("http://127.0.0.1:%d/mcp", port), ""
+		return "http://127.0.0.1:" + port + "/mcp", ""
 	case <-time.After(30 * time.Second):
 		return "", "FastMCP did not start within 30s"
 	}

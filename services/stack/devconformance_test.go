@@ -117,7 +117,7 @@ func startDevBinary(t *testing.T, toolDirs, toolPaths string) string {
 		"HTTP_ADDR=127.0.0.1:"+port,
 		"MCP_PUBLIC_URL=http://localhost:"+port,
 		"ADMIN_ADDR=127.0.0.1:0",
-		"NATS_URL="+"nats://"+servicetest.FreeAddr(t))
+		"NATS_URL=nats://"+servicetest.FreeAddr(t))
 	stdout, err := cmd.StdoutPipe()
 	must(t, err)
 	var stderr strings.Builder
